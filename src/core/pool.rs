@@ -1,0 +1,156 @@
+//! One connection per Redis endpoint per process, kept across requests.
+//!
+//! A php-fpm worker serves thousands of requests; reconnecting for each would add
+//! a TCP handshake, AUTH and SELECT to every request. Connections are made lazily
+//! (never in MINIT, which runs in the php-fpm master before it forks), replaced
+//! when broken, and forgotten in a forked child: parent and child must never
+//! share one socket, or their replies interleave.
+//!
+//! A connection is taken out of the pool for the duration of one command. If the
+//! command fails mid-way, the caller drops it instead of returning it, so a
+//! connection with an unread reply pending is never reused.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
+
+use crate::core::dsn::{Addr, Endpoint};
+use crate::core::error::{Error, Result};
+use crate::core::metrics::{self, Counter};
+
+type Key = (Addr, Option<String>, Option<String>, i64);
+
+struct Pool {
+    pid: u32,
+    idle: HashMap<Key, redis::Connection>,
+}
+
+static POOL: Mutex<Option<Pool>> = Mutex::new(None);
+
+/// A connection borrowed from the pool. Give it back with [`Conn::recycle`] once
+/// its last reply has been read; dropping it closes the socket.
+pub struct Conn {
+    key: Key,
+    pub(crate) inner: redis::Connection,
+    read_timeout: Duration,
+}
+
+impl Conn {
+    /// Takes this process's connection to `ep`, connecting if there is none.
+    pub fn checkout(ep: &Endpoint) -> Result<Conn> {
+        let key = ep.connection_key();
+        let pooled = {
+            let mut guard = POOL.lock();
+            let pid = std::process::id();
+            match guard.as_mut() {
+                Some(pool) if pool.pid == pid => pool.idle.remove(&key),
+                _ => {
+                    // First use, or first use after fork(): the inherited sockets belong
+                    // to the parent. Forget them without closing: a close would be harmless
+                    // but redis-rs may shut the socket down, which would cut the parent off.
+                    if let Some(old) = guard.take() {
+                        std::mem::forget(old.idle);
+                    }
+                    *guard = Some(Pool {
+                        pid,
+                        idle: HashMap::new(),
+                    });
+                    None
+                }
+            }
+        };
+        let inner = match pooled {
+            Some(c) => c,
+            None => connect(ep)?,
+        };
+        let conn = Conn {
+            key,
+            inner,
+            read_timeout: ep.timeouts.read,
+        };
+        Ok(conn)
+    }
+
+    /// Returns the connection to the pool for the next command.
+    pub fn recycle(self) {
+        let mut guard = POOL.lock();
+        if let Some(pool) = guard.as_mut() {
+            if pool.pid == std::process::id() {
+                pool.idle.insert(self.key, self.inner);
+            }
+        }
+    }
+
+    /// Sets the read timeout for the next command (a blocking one waits longer).
+    pub(crate) fn set_read_timeout(&mut self, timeout: Duration) -> redis::RedisResult<()> {
+        self.inner.set_read_timeout(Some(timeout))
+    }
+
+    pub(crate) fn reset_read_timeout(&mut self) -> redis::RedisResult<()> {
+        self.inner.set_read_timeout(Some(self.read_timeout))
+    }
+}
+
+/// Drops every pooled connection of this process (tests, and module shutdown).
+pub fn close_all() {
+    let mut guard = POOL.lock();
+    if let Some(pool) = guard.as_mut() {
+        if pool.pid == std::process::id() {
+            pool.idle.clear();
+        }
+    }
+}
+
+fn connect(ep: &Endpoint) -> Result<redis::Connection> {
+    let addr = match &ep.addr {
+        Addr::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
+        Addr::Unix(path) => ConnectionAddr::Unix(path.clone()),
+    };
+    let mut redis_info = RedisConnectionInfo::default()
+        .set_db(ep.db)
+        .set_lib_name("redis_lease", env!("CARGO_PKG_VERSION"));
+    if let Some(u) = &ep.username {
+        redis_info = redis_info.set_username(u);
+    }
+    if let Some(p) = &ep.password {
+        redis_info = redis_info.set_password(p);
+    }
+    let info: ConnectionInfo = addr
+        .into_connection_info()
+        .map_err(|e| connection_error(ep, "Cannot use", &e))?
+        .set_redis_settings(redis_info);
+    let client = redis::Client::open(info).map_err(|e| connection_error(ep, "Cannot use", &e))?;
+    let conn = client
+        .get_connection_with_timeout(ep.timeouts.connect)
+        .map_err(|e| {
+            metrics::incr(Counter::ConnectionErrors);
+            connection_error(ep, "Cannot connect to", &e)
+        })?;
+    conn.set_read_timeout(Some(ep.timeouts.read))
+        .and_then(|_| conn.set_write_timeout(Some(ep.timeouts.read)))
+        .map_err(|e| connection_error(ep, "Cannot configure the connection to", &e))?;
+    metrics::incr(Counter::Connects);
+    Ok(conn)
+}
+
+/// A message for a failed Redis call, as "`context` Redis at host:port: detail". It
+/// names the endpoint without its password; redis-rs's own messages never contain
+/// the password either.
+pub(crate) fn connection_error(ep: &Endpoint, context: &str, e: &redis::RedisError) -> Error {
+    let detail = if e.is_timeout() {
+        format!("timed out ({})", describe_timeouts(ep))
+    } else {
+        e.to_string()
+    };
+    Error::Connection(format!("{context} Redis at {}: {detail}", ep.addr))
+}
+
+fn describe_timeouts(ep: &Endpoint) -> String {
+    format!(
+        "connect_timeout {:.3}s, read_timeout {:.3}s",
+        ep.timeouts.connect.as_secs_f64(),
+        ep.timeouts.read.as_secs_f64()
+    )
+}

@@ -1,0 +1,17 @@
+//! The Lua scripts, compiled into the extension and hashed once per process.
+//!
+//! redis-rs's `Script` runs EVALSHA and, on NOSCRIPT (after a restart or a
+//! `SCRIPT FLUSH`), loads the script and runs it again.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+pub static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+pub static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+pub static REFRESH: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/refresh.lua")));
+pub static INSPECT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));

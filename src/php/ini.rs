@@ -1,0 +1,72 @@
+//! ini settings: declared here, read at use (php-fpm pools may override them per
+//! pool with php_admin_value, after MINIT).
+
+use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ext_php_rs::flags::IniEntryPermission;
+use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
+
+use crate::core::dsn::{Timeouts, MAX_TIMEOUT_SECS};
+use crate::core::error::{Error, Result};
+use crate::php::errors::php_global;
+
+pub const DSN: &CStr = c"redis_lease.dsn";
+pub const LOCK_PREFIX: &CStr = c"redis_lease.lock_prefix";
+pub const CONNECT_TIMEOUT: &CStr = c"redis_lease.connect_timeout";
+pub const READ_TIMEOUT: &CStr = c"redis_lease.read_timeout";
+
+pub static ENTRIES: IniEntryDefs<5> = IniEntryDefs::new([
+    IniEntryDef::new(DSN, c"redis://127.0.0.1:6379", IniEntryPermission::All),
+    IniEntryDef::new(LOCK_PREFIX, c"lock:", IniEntryPermission::All),
+    IniEntryDef::new(CONNECT_TIMEOUT, c"1", IniEntryPermission::All),
+    IniEntryDef::new(READ_TIMEOUT, c"2", IniEntryPermission::All),
+    IniEntryDef::end(),
+]);
+
+type IniString = unsafe extern "C" fn(*const c_char, usize, i32) -> *mut c_char;
+
+/// The current value of an ini setting of ours ("" when unset).
+pub fn get(name: &CStr) -> String {
+    // zend_ini_string is not among ext-php-rs's bindings; resolve it at run time.
+    static ZEND_INI_STRING: OnceLock<Option<IniString>> = OnceLock::new();
+    let f = ZEND_INI_STRING.get_or_init(|| {
+        php_global::<std::ffi::c_void>(c"zend_ini_string")
+            // SAFETY: the symbol has this signature in PHP 8.x (Zend/zend_ini.h).
+            .map(|p| unsafe { std::mem::transmute::<*mut std::ffi::c_void, IniString>(p) })
+    });
+    let Some(f) = f else { return String::new() };
+    let bytes = name.to_bytes();
+    // SAFETY: name/len describe a valid string; PHP returns a NUL-terminated value or null.
+    let value = unsafe { f(name.as_ptr(), bytes.len(), 0) };
+    if value.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null values from zend_ini_string are NUL-terminated and live for the request.
+    unsafe { CStr::from_ptr(value) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn seconds(name: &CStr) -> Result<Duration> {
+    let raw = get(name);
+    match raw.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= MAX_TIMEOUT_SECS => {
+            Ok(Duration::from_secs_f64(v))
+        }
+        _ => Err(Error::invalid(format!(
+            "ini setting {} must be a number of seconds > 0 and <= {MAX_TIMEOUT_SECS}, '{}' given",
+            name.to_string_lossy(),
+            raw.chars().take(32).collect::<String>()
+        ))),
+    }
+}
+
+/// Timeouts from ini, for DSNs that do not set their own.
+pub fn timeouts() -> Result<Timeouts> {
+    Ok(Timeouts {
+        connect: seconds(CONNECT_TIMEOUT)?,
+        read: seconds(READ_TIMEOUT)?,
+    })
+}

@@ -1,0 +1,98 @@
+//! The PHP binding layer: module registration, ini, phpinfo and request hooks.
+//! Everything here converts between PHP and the core; no Redis logic lives here.
+
+pub mod errors;
+pub mod ini;
+pub mod lock;
+
+use ext_php_rs::boxed::ZBox;
+use ext_php_rs::prelude::*;
+use ext_php_rs::types::ZendHashTable;
+use ext_php_rs::zend::ModuleEntry;
+use ext_php_rs::{info_table_end, info_table_header, info_table_row, info_table_start};
+
+use crate::core::dsn::Endpoint;
+use crate::core::metrics::{self as core_metrics, Counter, BUCKETS, HISTOGRAMS};
+
+/// MINIT. Runs in the php-fpm master before it forks: no sockets, no threads here.
+pub fn startup(_ty: i32, module_number: i32) -> i32 {
+    let ok = std::panic::catch_unwind(|| {
+        ext_php_rs::zend::IniEntryDef::register(ini::ENTRIES.as_slice(), module_number);
+        errors::register_exceptions().is_ok()
+    });
+    if matches!(ok, Ok(true)) {
+        0
+    } else {
+        -1
+    }
+}
+
+/// RSHUTDOWN: leases still held by this request are released here; the pool's
+/// connections stay open for the worker's next request.
+pub extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
+    let _ = std::panic::catch_unwind(lock::release_request_leases);
+    0
+}
+
+pub extern "C" fn module_info(_module: *mut ModuleEntry) {
+    let _ = std::panic::catch_unwind(|| {
+        info_table_start!();
+        info_table_row!("redis_lease support", "enabled");
+        info_table_row!("Version", env!("CARGO_PKG_VERSION"));
+        let dsn = match ini::timeouts().and_then(|t| Endpoint::parse(&ini::get(ini::DSN), t)) {
+            Ok(ep) => ep.redacted(),
+            // The raw value may contain a password: show why, not what.
+            Err(e) => format!("invalid: {e}"),
+        };
+        info_table_row!("Effective DSN", dsn);
+        info_table_row!("Lock key prefix", ini::get(ini::LOCK_PREFIX));
+        info_table_row!("Connect timeout (s)", ini::get(ini::CONNECT_TIMEOUT));
+        info_table_row!("Read timeout (s)", ini::get(ini::READ_TIMEOUT));
+        info_table_end!();
+        info_table_start!();
+        info_table_header!("Metric (this process)", "Value");
+        for c in Counter::ALL {
+            info_table_row!(c.name(), core_metrics::get(*c).to_string());
+        }
+        info_table_end!();
+    });
+}
+
+/// `RedisLease\metrics()`: this process's counters and histograms.
+/// Counters by name, and per histogram `['count' => int, 'sum' => float,
+/// 'buckets' => ['0.001' => cumulative count, ..., '+Inf' => count]]`.
+#[php_function]
+#[php(name = "RedisLease\\metrics")]
+pub fn metrics() -> PhpResult<ZBox<ZendHashTable>> {
+    let mut out = ZendHashTable::new();
+    for c in Counter::ALL {
+        out.insert(c.name(), core_metrics::get(*c) as i64)?;
+    }
+    for h in HISTOGRAMS {
+        let cumulative = h.cumulative();
+        let mut buckets = ZendHashTable::new();
+        for (bound, count) in BUCKETS.iter().zip(&cumulative) {
+            buckets.insert(bound.to_string().as_str(), *count as i64)?;
+        }
+        let total = *cumulative.last().unwrap_or(&0) as i64;
+        buckets.insert("+Inf", total)?;
+        let mut entry = ZendHashTable::new();
+        entry.insert("count", total)?;
+        entry.insert("sum", h.sum_seconds())?;
+        entry.insert("buckets", buckets)?;
+        out.insert(h.name, entry)?;
+    }
+    Ok(out)
+}
+
+#[php_module]
+#[php(startup = startup)]
+pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
+    module
+        .name("redis_lease")
+        .version(env!("CARGO_PKG_VERSION"))
+        .class::<lock::DistributedLock>()
+        .function(wrap_function!(metrics))
+        .request_shutdown_function(request_shutdown)
+        .info_function(module_info)
+}
