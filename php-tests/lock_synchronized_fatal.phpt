@@ -58,7 +58,7 @@ echo "not reached\n";
 ', $k3);
 rl_same('exit() in synchronized: exit status 3', 3, $last_status);
 
-// 4. Fatal error (undefined function) inside synchronized(), lock object
+// 4. Fatal error inside synchronized(), the lock object
 //    only referenced from a function's local scope.
 $k4 = rl_key('fatal4');
 run_child('Error in function scope', '

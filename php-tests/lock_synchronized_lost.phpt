@@ -47,7 +47,7 @@ rl_same("other holder's lock value intact after the failed release", $otherVal, 
 rl_same('other holder still holds', true, $other->isAcquired());
 rl_same('other holder releases', true, $other->release());
 
-// 3. The callback's own exception wins over nothing: with the lease intact, no LockLostException.
+// 3. With the lease intact at release time there is no LockLostException.
 rl_same('synchronized() with a short callback on ttl 0.3 just returns', 'quick', $l->synchronized(fn() => 'quick'));
 
 unset($l, $other);

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds the extension, and runs the demo
+# against a private redis-server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+so=$(bash scripts/build.sh)
+REDIS_LEASE_SO=$so php -n -d "extension=$so" demo/lock_demo.php "$@"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing redis_lease needs on Debian 12, when missing.
+set -euo pipefail
+
+packages=(php8.2-dev php8.2-cli php8.2-fpm redis-server libclang-dev clang)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "Installing: ${missing[*]}"
+    if [[ $(id -u) -ne 0 ]]; then sudo=sudo; else sudo=; fi
+    $sudo apt-get update -qq
+    # policy-rc.d keeps the packaged redis-server from starting: tests start their own.
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null; then
+    echo "cargo not found: install a Rust toolchain >= 1.85 (https://rustup.rs) and retry." >&2
+    exit 1
+fi

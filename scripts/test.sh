@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs every test: formatting and lints, the Rust core against a real redis-server,
+# and the PHPT suite through PHP's run-tests.php. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh || exit 1
+passed=0
+failed=0
+
+step() { # name, command...: a check that counts as one test
+    local name=$1; shift
+    if "$@"; then passed=$((passed + 1)); echo "PASS $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+
+step "cargo fmt --check" cargo fmt --check
+step "cargo clippy (extension)" cargo clippy --release --locked --quiet -- -D warnings
+step "cargo clippy (core and tests)" cargo clippy --no-default-features --tests --locked --quiet -- -D warnings
+step "php -l stubs" php -l stubs/redis_lease.stub.php
+
+if ! so=$(bash scripts/build.sh); then
+    echo "build failed"
+    echo "$passed passed, $((failed + 1)) failed"
+    exit 1
+fi
+
+# The core: cargo prints one "test result:" line per test binary.
+cargo_log=$(mktemp)
+cargo test --no-default-features --locked 2>&1 | tee "$cargo_log"
+cargo_status=${PIPESTATUS[0]}
+read -r cp cf < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$cargo_log")
+rm -f "$cargo_log"
+if ((cargo_status != 0 && cf == 0)); then cf=1; fi
+echo "cargo test: $cp passed, $cf failed"
+passed=$((passed + cp))
+failed=$((failed + cf))
+
+# PHPT through run-tests.php.
+counts=$(mktemp)
+PHPT_COUNTS_FILE=$counts bash scripts/run-phpt.sh "$so"
+read -r pp pf < "$counts" || { pp=0; pf=1; }
+rm -f "$counts"
+passed=$((passed + pp))
+failed=$((failed + pf))
+
+echo "$passed passed, $failed failed"
+((failed == 0))
