@@ -93,9 +93,23 @@ rl_throws('synchronized array that is not callable', TypeError::class, fn() => $
 rl_throws('synchronized wait non-numeric', TypeError::class, fn() => $l->synchronized(fn() => 1, 'x'));
 rl_throws('synchronized without callback', ArgumentCountError::class, fn() => $l->synchronized());
 rl_throws('release with an argument', ArgumentCountError::class, fn() => $l->release(1));
-// Numeric strings coerce in non-strict mode (ordinary PHP semantics).
-rl_same('acquire("0") coerces to 0.0', true, $l->acquire('0'));
-rl_same('release', true, $l->release());
+// Ints and numeric strings coerce to float in non-strict mode, as for any
+// internal function with a float parameter.
+foreach (['acquire(0) (int)' => 0, 'acquire("0") (numeric string)' => '0', 'acquire("0.0") (numeric string)' => '0.0'] as $label => $arg) {
+    try {
+        $r = $l->acquire($arg);
+    } catch (Throwable $e) {
+        $r = get_class($e) . ': ' . $e->getMessage();
+    }
+    rl_same("$label is accepted", true, $r);
+    $l->release();
+}
+try {
+    $r = $l->refresh('5');
+} catch (Throwable $e) {
+    $r = get_class($e) . ': ' . $e->getMessage();
+}
+rl_same('refresh("5") (numeric string, not held) is accepted', false, $r);
 
 // A sub-millisecond ttl passes validation (> 0); it must not produce an
 // invalid PX for Redis (ConnectionException would be wrong here).
@@ -114,3 +128,72 @@ unset($l, $long, $tiny);
 echo "done\n";
 ?>
 --EXPECT--
+ok: empty key
+ok: key of 1025 bytes
+ok: key of 1025 bytes (multibyte chars)
+ok: key of exactly 1024 bytes acquires
+ok: key of exactly 1024 bytes releases
+ok: ttl 0.0
+ok: ttl -0.0
+ok: ttl -1.0
+ok: ttl INF
+ok: ttl -INF
+ok: ttl NAN
+ok: ttl 2592000.001
+ok: ttl 1e9
+ok: ttl 0 (int)
+ok: ttl 2592000 (the maximum) is accepted and acquires
+ok: ttl 2592000: PTTL close to 2592000000 ms
+ok: ttl 2592000 releases
+ok: malformed DSN redis://host:notaport
+ok: malformed DSN ftp://x
+ok: malformed DSN redis://:pw@
+ok: malformed DSN redis://h/abc
+ok: malformed DSN redis://127.0.0.1:99999
+ok: malformed DSN redis://127.0.0.1:6379/-1
+ok: malformed DSN not a dsn
+ok: malformed DSN redis://:<pw>@host:notaport
+ok:   ...and the password is not in the message
+ok: malformed DSN tcp://127.0.0.1:6379?database=abc&auth=<pw>
+ok:   ...and the password is not in the message
+ok: acquire(wait: -1.0)
+ok: acquire(wait: -0.001)
+ok: acquire(wait: INF)
+ok: acquire(wait: NAN)
+ok: acquire(wait: 2592000.5)
+ok: no lock was taken by the rejected acquire() calls
+ok: acquire for refresh checks
+ok: refresh(ttl: 0.0)
+ok: refresh(ttl: -1.0)
+ok: refresh(ttl: INF)
+ok: refresh(ttl: NAN)
+ok: refresh(ttl: 2592001.0)
+ok: lock still held after rejected refresh() calls
+ok: release
+ok: synchronized(wait: -1.0)
+ok: synchronized(wait: INF)
+ok: synchronized(wait: NAN)
+ok: synchronized(wait: 2592000.5)
+ok: callback never ran for invalid waits
+ok: no lock left behind
+ok: constructor key array
+ok: constructor ttl non-numeric string
+ok: constructor ttl array
+ok: constructor dsn array
+ok: constructor dsn object
+ok: constructor without arguments
+ok: constructor with too many arguments
+ok: acquire non-numeric string
+ok: acquire array
+ok: refresh non-numeric string
+ok: synchronized non-callable string
+ok: synchronized array that is not callable
+ok: synchronized wait non-numeric
+ok: synchronized without callback
+ok: release with an argument
+ok: acquire(0) (int) is accepted
+ok: acquire("0") (numeric string) is accepted
+ok: acquire("0.0") (numeric string) is accepted
+ok: refresh("5") (numeric string, not held) is accepted
+ok: ttl 0.0001: acquire returned a bool
+done

@@ -52,6 +52,13 @@ rl_same('holder value unchanged by the contender', $val, $raw->cmd('GET', $rk));
 rl_ok('holder TTL not changed by the contender', $raw->cmd('PTTL', $rk) <= $pttl, rl_fmt($raw->cmd('PTTL', $rk)));
 rl_same('holder still isAcquired', true, $a->isAcquired());
 
+// Acquiring again while holding: true, and no new lease.
+$t = microtime(true);
+rl_same('acquire(wait: 2) while already holding', true, $a->acquire(2.0));
+rl_ok('... returns at once', microtime(true) - $t < 0.5, sprintf('%.3f s', microtime(true) - $t));
+rl_same('... lock value unchanged (no new lease)', $val, $raw->cmd('GET', $rk));
+rl_same('... fencing token unchanged', $tok, $a->getFencingToken());
+
 rl_same('release', true, $a->release());
 rl_same('lock key gone after release', 0, $raw->cmd('EXISTS', $rk));
 rl_same('release again', false, $a->release());
@@ -112,6 +119,10 @@ ok: second object: refresh (never held)
 ok: holder value unchanged by the contender
 ok: holder TTL not changed by the contender
 ok: holder still isAcquired
+ok: acquire(wait: 2) while already holding
+ok: ... returns at once
+ok: ... lock value unchanged (no new lease)
+ok: ... fencing token unchanged
 ok: release
 ok: lock key gone after release
 ok: release again

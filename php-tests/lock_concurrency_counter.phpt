@@ -51,6 +51,7 @@ foreach ($children as $c) {
 
 $done = 0;
 $acquiredPerWorker = [];
+$contended = 0;
 $problems = [];
 foreach ($children as $i => $c) {
     // Bounded overall: ~30 s for the whole run.
@@ -60,6 +61,7 @@ foreach ($children as $i => $c) {
         $done++;
         $m = json_decode((string) $c->readLine(5.0), true);
         $acquiredPerWorker[] = $m['lock_acquired'] ?? null;
+        $contended += $m['lock_contended'] ?? 0;
     } else {
         $problems[] = "worker $i: " . rl_fmt($line) . ' ' . $c->readAll(1.0);
     }
@@ -84,7 +86,20 @@ rl_ok('tokens strictly increasing in critical-section order', $bad === [],
     count($bad) . ' violations, first: ' . implode('; ', array_slice($bad, 0, 5)));
 rl_ok('all tokens are integers', count(array_filter($tokens, fn($t) => !preg_match('/^\d+$/', $t))) === 0);
 rl_same('metrics: each worker counted 200 lock_acquired', array_fill(0, WORKERS, ROUNDS), $acquiredPerWorker);
+// Otherwise the workers never overlapped and the test proved nothing.
+rl_ok('the workers really contended (lock_contended summed over workers > 100)', $contended > 100, "lock_contended total: $contended");
 rl_same('no lock left behind', 0, $raw->cmd('EXISTS', rl_lock_key($k)));
 echo "done\n";
 ?>
 --EXPECT--
+ok: all workers ready
+ok: all workers finished
+ok: finished within 30 s
+ok: counter == 1600
+ok: 1600 tokens recorded
+ok: tokens strictly increasing in critical-section order
+ok: all tokens are integers
+ok: metrics: each worker counted 200 lock_acquired
+ok: the workers really contended (lock_contended summed over workers > 100)
+ok: no lock left behind
+done

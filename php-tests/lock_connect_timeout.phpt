@@ -72,3 +72,15 @@ printf("%.3f\n", microtime(true) - $t);
 echo "done\n";
 ?>
 --EXPECT--
+ok: test setup: connects to the listener now hang
+ok: DSN connect_timeout=0.5
+ok: DSN connect_timeout=0.5: gave up after 0.4..1.3 s
+ok: phpredis-style DSN timeout=0.5
+ok: phpredis-style DSN timeout=0.5: gave up after 0.4..1.3 s
+ok: DSN connect_timeout=0.5 with acquire(wait: 5)
+ok: DSN connect_timeout=0.5 with acquire(wait: 5): gave up after 0.4..1.3 s
+ok: INI connect_timeout=0.5: ConnectionException
+ok: INI connect_timeout=0.5: gave up after 0.4..1.3 s
+ok: INI connect_timeout=default: ConnectionException
+ok: INI connect_timeout=default: gave up after 0.9..2.0 s
+done

@@ -79,3 +79,27 @@ foreach ([
 echo "done\n";
 ?>
 --EXPECT--
+ok: acquire
+ok: unset() freed the key immediately
+ok: held inside function
+ok: leaving the function scope freed the key
+ok: assigning null freed the key
+ok: reassigning the variable freed the old key
+ok: contender cannot acquire
+ok: destroying a contender leaves the holder's key
+ok: destroying a never-used object leaves the holder's key
+ok: short lease expired
+ok: new holder acquires
+ok: destroying the expired former holder leaves the new holder's key
+ok: destroying the new holder frees the key
+ok: child (global variable at script end) held the lock and exited 0
+ok: child (global variable at script end): key freed at exit
+ok: child (inside an array at script end) held the lock and exited 0
+ok: child (inside an array at script end): key freed at exit
+ok: child (static variable at script end) held the lock and exited 0
+ok: child (static variable at script end): key freed at exit
+ok: child (exit() while holding) held the lock and exited 0
+ok: child (exit() while holding): key freed at exit
+ok: child (circular reference (freed by GC at shutdown)) held the lock and exited 0
+ok: child (circular reference (freed by GC at shutdown)): key freed at exit
+done

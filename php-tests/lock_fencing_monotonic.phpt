@@ -61,11 +61,20 @@ $a->acquire();
 $record('after expiry', $a->getFencingToken());
 $a->release();
 
-// Tokens derive from the Redis clock, so losing the counter key must not
-// make them go backwards.
+// Tokens are at least the Redis clock in microseconds, so losing the
+// counter key (or all data, as after a restart without persistence) must
+// not make them go backwards.
 $raw->cmd('DEL', $rk . ':fence');
 $a->acquire();
 $record('after DEL of :fence', $a->getFencingToken());
+$a->release();
+$raw->cmd('FLUSHALL');
+[$sec, $usec] = $raw->cmd('TIME');
+$clock = (int) $sec * 1000000 + (int) $usec;
+$a->acquire();
+$record('after FLUSHALL', $a->getFencingToken());
+rl_ok('token is at least the Redis clock in microseconds', $a->getFencingToken() >= $clock,
+    rl_fmt($a->getFencingToken()) . ' < ' . $clock);
 $a->release();
 
 $bad = [];
@@ -89,3 +98,10 @@ unset($a, $b, $e, $other);
 echo "done\n";
 ?>
 --EXPECT--
+ok: refresh() keeps the fencing token
+ok: child exits cleanly
+ok: short lease expired
+ok: token is at least the Redis clock in microseconds
+ok: 18 tokens are ints >= 1e15 and strictly increasing
+ok: another key: int token
+done

@@ -47,3 +47,24 @@ unset($l, $other);
 echo "done\n";
 ?>
 --EXPECT--
+ok: constructor with all named args: getKey
+ok: acquire(wait: 0.0)
+ok: refresh(ttl: 7.5)
+ok: refresh(ttl: 7.5) set PTTL within (7000, 7500]
+ok: refresh(ttl: null)
+ok: refresh(ttl: null) uses the lock ttl (5 s): PTTL within (4500, 5000]
+ok: contender acquire(wait: 0.2) while held
+ok: acquire(wait: 0.2) waited >= 0.2 s and < 1 s
+ok: release()
+ok: synchronized(callback:, wait:)
+ok: synchronized(wait:, callback:) (reversed)
+ok: synchronized(callback:) with default wait
+ok: lock free after synchronized
+ok: contender (default ttl) acquire()
+ok: default ttl 30 s: PTTL within (29000, 30000]
+ok: contender release()
+ok: unknown named parameter in constructor
+ok: unknown named parameter in acquire()
+ok: named + positional for the same parameter
+ok: missing required key with only named args
+done

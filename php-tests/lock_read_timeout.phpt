@@ -27,6 +27,14 @@ timed_conn_error('phpredis-style DSN read_timeout=0.5',
     fn() => (new DistributedLock('k', 5.0, "tcp://127.0.0.1:$port?read_timeout=0.5"))->acquire(),
     0.4, 1.5);
 
+// The connection handshake (AUTH, SELECT, ...) must be bounded as a whole,
+// not per reply: with connect_timeout 0.3 and read_timeout 0.3, a server that
+// never answers must be given up on within about 0.6 s, however many setup
+// commands there are.
+timed_conn_error('DSN with password and db, connect_timeout=0.3, read_timeout=0.3',
+    fn() => (new DistributedLock('k', 5.0, "redis://:Pw-x@127.0.0.1:$port/3?connect_timeout=0.3&read_timeout=0.3"))->acquire(),
+    0.2, 1.0);
+
 // INI redis_lease.read_timeout, in a child (DSN from INI).
 $child = rl_spawn_php('
 $t = microtime(true);
@@ -75,3 +83,17 @@ unset($holder, $waiter, $holder2);
 echo "done\n";
 ?>
 --EXPECT--
+ok: DSN read_timeout=0.5
+ok: DSN read_timeout=0.5: gave up after 0.4..1.5 s
+ok: phpredis-style DSN read_timeout=0.5
+ok: phpredis-style DSN read_timeout=0.5: gave up after 0.4..1.5 s
+ok: DSN with password and db, connect_timeout=0.3, read_timeout=0.3
+ok: DSN with password and db, connect_timeout=0.3, read_timeout=0.3: gave up after 0.2..1.0 s
+ok: INI read_timeout=0.5: ConnectionException
+ok: INI read_timeout=0.5: gave up after 0.4..1.5 s
+ok: holder acquires
+ok: acquire(wait: 1.2) with read_timeout 0.3 returns false
+ok: and waited the full 1.2 s (< 2 s)
+ok: synchronized(wait: 1.0) with read_timeout 0.3 -> LockTimeoutException
+ok: holder releases
+done

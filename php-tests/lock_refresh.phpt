@@ -56,3 +56,27 @@ unset($l, $other);
 echo "done\n";
 ?>
 --EXPECT--
+ok: acquire (ttl 2)
+ok: PTTL drops below 1700 ms
+ok: refresh()
+ok: refresh() restored PTTL to (1800, 2000]
+ok: refresh(10.0)
+ok: refresh(10.0): PTTL within (9500, 10000]
+ok: getRemainingLifetime() after refresh(10.0) within (9.5, 10]
+ok: refresh(0.5) can also shorten the lease
+ok: refresh(0.5): PTTL within (0, 500]
+ok: refresh(null) goes back to the lock ttl
+ok: refresh(null): PTTL within (1800, 2000]
+ok: refresh keeps the lock value
+ok: refresh keeps the fencing token
+ok: contender refresh()
+ok: contender refresh(60.0)
+ok: holder PTTL still <= 2000 after contender refresh
+ok: holder value unchanged
+ok: refresh(0.2)
+ok: lease expired within 5 s
+ok: refresh() after expiry
+ok: key not recreated by refresh()
+ok: isAcquired() after expiry
+ok: release() after expiry
+done

@@ -59,3 +59,32 @@ unset($a, $b, $c);
 echo "done\n";
 ?>
 --EXPECT--
+ok: A acquires (ttl 0.3)
+ok: B cannot acquire while A holds
+ok: lock key expired on its own within 5 s
+ok: B acquires after expiry
+ok: B token > A token
+ok: A release() after losing the lock
+ok: B's value unchanged after A release()
+ok: A refresh() after losing the lock
+ok: A refresh(ttl: 60) after losing the lock
+ok: B's TTL not touched by A refresh() (PTTL within (29000, 30000])
+ok: A isAcquired()
+ok: A getFencingToken()
+ok: A getRemainingLifetime()
+ok: A acquire() while B holds
+ok: B's value unchanged after all of A's calls
+ok: B isAcquired()
+ok: B getFencingToken() unchanged
+ok: B release()
+ok: key gone after B release()
+ok: C acquires (ttl 0.3)
+ok: C lock key expired within 5 s
+ok: C isAcquired() after expiry
+ok: C refresh() after expiry
+ok: C refresh() did not recreate the key
+ok: C release() after expiry
+ok: C getFencingToken() after expiry
+ok: C can acquire again
+ok: C releases
+done

@@ -43,3 +43,29 @@ unset($l, $other);
 echo "done\n";
 ?>
 --EXPECT--
+ok: acquire
+ok: release
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: acquire
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: isAcquired
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: getRemainingLifetime is float
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: refresh
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: contender acquire is false
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: contender acquire(wait: 0.1) is false
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: release
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: release again is false
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: synchronized
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: contender acquire
+ok: SCRIPT FLUSH
+ok: after SCRIPT FLUSH: contender release
+ok: no lock left behind
+done

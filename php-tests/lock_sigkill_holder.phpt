@@ -40,3 +40,12 @@ unset($waiter);
 echo "done\n";
 ?>
 --EXPECT--
+ok: child holds the lock
+ok: lock key has a ttl of at most 1.5 s
+ok: child died from SIGKILL (exit status 128+9)
+ok: the killed holder did not free the key
+ok: acquire(wait: 10) succeeds
+ok: not before the remaining lease ran out
+ok: within ttl + 0.5 s of the kill
+ok: release
+done

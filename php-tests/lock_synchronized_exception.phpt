@@ -88,3 +88,23 @@ unset($l);
 echo "done\n";
 ?>
 --EXPECT--
+ok: callback ran while holding the lock
+ok: the very same exception object is rethrown
+ok: class
+ok: message
+ok: code
+ok: previous kept
+ok: lock key released
+ok: isAcquired() after
+ok: DivisionByZeroError rethrown
+ok: lock key released after Error
+ok: TypeError from inside the callback rethrown
+ok: TypeError message is the one from strlen()
+ok: lock key released after TypeError
+ok: user-thrown LockLostException passed through unchanged
+ok: lock key released
+ok: acquire() after exceptions
+ok: release()
+ok: finally and catch run in order
+ok: lock key released
+done

@@ -74,3 +74,21 @@ rl_ok('fatal in function: reported', str_contains($last_out, 'fatal-in-func'), $
 echo "done\n";
 ?>
 --EXPECT--
+ok: E_USER_ERROR in synchronized: child reached the point of death
+ok: E_USER_ERROR in synchronized: nothing ran after the fatal point
+ok: E_USER_ERROR in synchronized: lock key gone immediately after the child died
+ok: E_USER_ERROR: fatal error reported
+ok: E_USER_ERROR: exit status 255
+ok: uncaught exception: child reached the point of death
+ok: uncaught exception: nothing ran after the fatal point
+ok: uncaught exception: lock key gone immediately after the child died
+ok: uncaught exception: reported
+ok: exit() in synchronized: child reached the point of death
+ok: exit() in synchronized: nothing ran after the fatal point
+ok: exit() in synchronized: lock key gone immediately after the child died
+ok: exit() in synchronized: exit status 3
+ok: Error in function scope: child reached the point of death
+ok: Error in function scope: nothing ran after the fatal point
+ok: Error in function scope: lock key gone immediately after the child died
+ok: fatal in function: reported
+done

@@ -54,3 +54,17 @@ unset($l, $other);
 echo "done\n";
 ?>
 --EXPECT--
+ok: callback outlives ttl: LockLostException
+ok: callback ran
+ok: lease expired while the callback ran
+ok: LockLostException is a LeaseException
+ok: no key left behind
+ok: isAcquired() afterwards
+ok: getFencingToken() afterwards
+ok: lock taken over during callback: LockLostException
+ok: other holder acquired during the callback
+ok: other holder's lock value intact after the failed release
+ok: other holder still holds
+ok: other holder releases
+ok: synchronized() with a short callback on ttl 0.3 just returns
+done

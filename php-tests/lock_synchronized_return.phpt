@@ -53,6 +53,9 @@ rl_same('invokable object', 'invoked', $l->synchronized(new class { public funct
 $gen = $l->synchronized(function () { yield 1; yield 2; });
 rl_ok('a generator function returns a Generator', $gen instanceof Generator, rl_fmt($gen));
 
+// The callback is called with no arguments.
+rl_same('callback gets no arguments', [], $l->synchronized(fn(...$args) => $args));
+
 // Side effects by reference survive.
 $acc = [];
 $l->synchronized(function () use (&$acc) { $acc[] = 'x'; });
@@ -76,3 +79,28 @@ unset($l, $inner, $same);
 echo "done\n";
 ?>
 --EXPECT--
+ok: returns the callback value
+ok: inside: isAcquired()
+ok: inside: lock key exists
+ok: inside: getFencingToken() is an int
+ok: inside: lock value carries that token
+ok: inside: getRemainingLifetime() within (4, 5]
+ok: after: lock key gone
+ok: after: isAcquired()
+ok: after: getFencingToken()
+ok: returns the very same object
+ok: returns null
+ok: returns false
+ok: returns a float
+ok: instance-method callable [$obj, "bump"]
+ok: first-class callable $obj->bump(...)
+ok: static method callable "Counter::twice"
+ok: invokable object
+ok: a generator function returns a Generator
+ok: callback gets no arguments
+ok: by-reference side effect
+ok: nested synchronized on another key / same key via another object
+ok: both keys free afterwards
+ok: acquire() after synchronized
+ok: release()
+done

@@ -43,3 +43,18 @@ unset($holder, $l);
 echo "done\n";
 ?>
 --EXPECT--
+ok: holder acquires
+ok: synchronized(wait: 0.3) while held
+ok: it is a LeaseException and a RuntimeException
+ok: gave up after >= 0.3 s and < 1 s
+ok: callback did not run
+ok: holder's lock untouched
+ok: synchronized(wait: 0) while held
+ok: wait 0 gave up at once (< 0.2 s)
+ok: callback still did not run
+ok: waiter does not hold
+ok: holder's lock still untouched
+ok: holder releases
+ok: synchronized succeeds once free
+ok: lock free afterwards
+done

@@ -33,3 +33,11 @@ unset($holder, $waiter);
 echo "done\n";
 ?>
 --EXPECT--
+ok: holder acquires (ttl 0.8)
+ok: waiter acquire(wait: 5) succeeds once the lease expires
+ok: waiter got it no earlier than the remaining lease
+ok: waiter got it within 0.5 s after the lease ended
+ok: old holder lost it
+ok: waiter holds it
+ok: waiter releases
+done

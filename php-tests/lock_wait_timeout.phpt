@@ -52,3 +52,19 @@ unset($holder, $waiter);
 echo "done\n";
 ?>
 --EXPECT--
+ok: holder acquires
+ok: acquire(wait: 0.3) while held
+ok: acquire(wait: 0.3) took >= 0.3 s and < 1 s
+ok: acquire(wait: 0) while held
+ok: acquire(wait: 0) returned in < 0.2 s
+ok: acquire(wait: 1.5) while held
+ok: acquire(wait: 1.5) took >= 1.5 s and < 2.2 s
+ok: the wait used BLPOP
+ok: no busy polling: fewer than 60 commands served during a 1.5 s wait
+ok: holder value untouched by the waiter
+ok: holder still holds
+ok: waiter does not hold
+ok: holder releases
+ok: waiter acquires at once when free, even with a wait
+ok: waiter releases
+done

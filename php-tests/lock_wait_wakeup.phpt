@@ -34,7 +34,7 @@ $t0 = microtime(true);
 $got = $waiter->acquire(5.0);
 $t1 = microtime(true);
 rl_same('acquire(wait: 5) returns true after the release', true, $got);
-rl_same('child saw the waiter marker ' . $rk . ':waiters while we waited', 'waiter-seen', $child->readLine(10.0));
+rl_same('child saw the waiter marker lock:{K}:waiters while we waited', 'waiter-seen', $child->readLine(10.0));
 $line = (string) $child->readLine(10.0);
 $parts = explode(' ', $line);
 rl_same('child release() returned true', 'true', $parts[1] ?? $line);
@@ -50,3 +50,14 @@ unset($waiter);
 echo "done\n";
 ?>
 --EXPECT--
+ok: child reports it holds the lock
+ok: acquire(wait: 5) returns true after the release
+ok: child saw the waiter marker lock:{K}:waiters while we waited
+ok: child release() returned true
+ok: acquire returned after the release started
+ok: woken within 0.25 s of the release
+ok: total wait far below the ttl (< 5 s)
+ok: child exits cleanly
+ok: we hold the lock
+ok: release
+done

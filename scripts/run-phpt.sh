@@ -52,6 +52,11 @@ if ! load_out="$("$php_bin" -n -d "extension=$so" -r 'exit(extension_loaded("red
     exit 1
 fi
 
+# run-tests leaves .diff/.out/.exp/.log/.php/.sh files beside failed tests;
+# drop stale ones from an earlier run so they cannot be mistaken for new.
+find "$tests_dir" -maxdepth 1 -type f \( -name '*.diff' -o -name '*.out' -o -name '*.exp' \
+    -o -name '*.log' -o -name '*.php' -o -name '*.sh' -o -name '*.mem' \) -delete
+
 results="$(mktemp)"
 trap 'rm -f "$results"' EXIT
 
@@ -63,7 +68,7 @@ unset TEST_PHP_ARGS || true
 
 "$php_bin" -n "$run_tests" \
     -n -d "extension=$so" \
-    -q --no-color --no-progress --show-diff -j2 \
+    -q --no-color --no-progress --show-diff --show-slow 5000 -j2 \
     -W "$results" \
     "$tests_dir"
 rt_status=$?

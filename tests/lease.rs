@@ -333,3 +333,85 @@ fn a_foreign_value_in_the_lock_key_is_an_error() {
         Attempt::Busy(None)
     ));
 }
+
+#[test]
+fn a_timed_out_acquire_is_reported_unresolved_then_resolved() {
+    let server = RedisServer::start();
+    let ep = Endpoint::parse(
+        &format!("{}?read_timeout=0.2", server.dsn()),
+        Timeouts::default(),
+    )
+    .unwrap();
+    let l = Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", b"stopped"));
+    // Warm the pooled connection so the stop hits a command, not the connect.
+    assert!(l
+        .inspect(&redis_lease::core::lease::Token::generate())
+        .unwrap()
+        .is_none());
+    server.signal("STOP");
+    let start = Instant::now();
+    let err = l.acquire(SEC * 30, Duration::ZERO).unwrap_err();
+    let took = start.elapsed();
+    server.signal("CONT");
+    // Bounded by one read timeout: a stopped Redis is not asked again at once.
+    assert!(took < Duration::from_millis(600), "took {took:?}");
+    let Error::Unresolved { token, message } = err else {
+        panic!("expected an unresolved outcome, got {err:?}");
+    };
+    assert!(message.contains("unknown"), "{message}");
+    // The script sat in Redis's socket buffer when it stopped, and runs on resume,
+    // before or after the question below (Redis serves the two connections in
+    // either order). Either way the answer must stay true once all has run.
+    let found = l.resolve(&token, SEC * 30).unwrap();
+    let mut raw = server.conn();
+    await_until(
+        SEC * 5,
+        "Redis to process and close the abandoned connection",
+        || {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut raw).unwrap();
+            list.lines().count() <= 2 // this raw connection and the pool's
+        },
+    );
+    let value: Option<String> = redis::cmd("GET")
+        .arg("lock:{stopped}")
+        .query(&mut raw)
+        .unwrap();
+    let held_by_token = value.is_some_and(|v| v.starts_with(token.as_str()));
+    assert_eq!(
+        found.is_some(),
+        held_by_token,
+        "resolve said {found:?}, Redis has the lock: {held_by_token}"
+    );
+    l.abandon(&token, SEC * 30).unwrap();
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("lock:{stopped}")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(exists, 0);
+}
+
+#[test]
+fn a_voided_token_takes_nothing_when_its_attempt_arrives_late() {
+    let server = RedisServer::start();
+    let l = lease(&server, "late");
+    let token = redis_lease::core::lease::Token::generate();
+    // We gave up on an attempt: resolving finds nothing and voids the token.
+    assert!(l.resolve(&token, SEC * 30).unwrap().is_none());
+    // Now the lost attempt reaches Redis.
+    let mut raw = server.conn();
+    let reply: (i64, i64) = redis::Script::new(include_str!("../src/core/scripts/acquire.lua"))
+        .key("lock:{late}")
+        .key("lock:{late}:fence")
+        .key("lock:{late}:waiters")
+        .key(l.keys.void(&token))
+        .arg(token.as_str())
+        .arg(30_000)
+        .arg(0)
+        .invoke(&mut raw)
+        .unwrap();
+    assert_eq!(reply.0, 0, "a voided attempt must not take the lock");
+    let exists: i64 = redis::cmd("EXISTS").arg("lock:{late}").query(&mut raw).unwrap();
+    assert_eq!(exists, 0);
+    // Everyone else is unaffected.
+    assert!(l.acquire(SEC, Duration::ZERO).unwrap().is_some());
+}

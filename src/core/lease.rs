@@ -100,6 +100,20 @@ impl LeaseKeys {
     }
 }
 
+impl LeaseKeys {
+    /// Marks `token` as given up on (see resolve.lua).
+    pub fn void(&self, token: &Token) -> Vec<u8> {
+        [self.lock.as_slice(), b":void:", token.as_str().as_bytes()].concat()
+    }
+}
+
+/// How long a voided token stays void: longer than any attempt can sit unread in
+/// a socket buffer of a live Redis, in practice. Should one arrive even later, it
+/// takes a lease nobody holds, which then ends by itself like a crashed holder's.
+fn void_ttl(ttl: Duration) -> Duration {
+    ttl + Duration::from_secs(60)
+}
+
 /// A lease we hold.
 #[derive(Clone, Debug)]
 pub struct Hold {
@@ -132,8 +146,14 @@ pub enum Attempt {
 enum Failure {
     /// Nothing was sent: the connection could not be made.
     NotSent(Error),
-    /// The connection broke or timed out after sending: the command may have run.
-    Uncertain(Error),
+    /// The connection broke after sending: the command may have run. Likely a
+    /// stale pooled connection (Redis restarted, idle timeout): worth one retry
+    /// on a fresh connection at once.
+    Broken(Error),
+    /// No reply within the read timeout: the command may have run. Redis is slow
+    /// or stopped; retrying now would only multiply the caller's wait, so the
+    /// question is left for the next call.
+    TimedOut(Error),
     /// Redis answered with an error: the command did not change anything.
     Reply(Error),
 }
@@ -141,7 +161,9 @@ enum Failure {
 impl Failure {
     fn into_error(self) -> Error {
         match self {
-            Failure::NotSent(e) | Failure::Uncertain(e) | Failure::Reply(e) => e,
+            Failure::NotSent(e) | Failure::Broken(e) | Failure::TimedOut(e) | Failure::Reply(e) => {
+                e
+            }
         }
     }
 }
@@ -183,11 +205,19 @@ impl Lease {
                 // and is dropped (closed) here, never reused.
                 drop(conn);
                 metrics::incr(Counter::ConnectionErrors);
-                Err(Failure::Uncertain(connection_error(
-                    &self.endpoint,
-                    "Lost the connection to",
-                    &e,
-                )))
+                if e.is_timeout() {
+                    Err(Failure::TimedOut(connection_error(
+                        &self.endpoint,
+                        "No reply in time from",
+                        &e,
+                    )))
+                } else {
+                    Err(Failure::Broken(connection_error(
+                        &self.endpoint,
+                        "Lost the connection to",
+                        &e,
+                    )))
+                }
             }
         }
     }
@@ -196,7 +226,7 @@ impl Lease {
     /// fresh connection, whose answer is then the truth.
     fn call_idempotent<T>(&self, f: impl Fn(&mut Conn) -> redis::RedisResult<T>) -> Result<T> {
         match self.call(&f) {
-            Err(Failure::Uncertain(_)) => {
+            Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
                 self.call(&f).map_err(Failure::into_error)
             }
@@ -216,6 +246,7 @@ impl Lease {
                 .key(&self.keys.lock)
                 .key(&self.keys.fence)
                 .key(&self.keys.waiters)
+                .key(self.keys.void(token))
                 .arg(token.as_str())
                 .arg(millis(ttl))
                 .arg(millis(will_wait))
@@ -231,18 +262,13 @@ impl Lease {
         let sent = Instant::now();
         match self.send_acquire(&token, ttl, will_wait) {
             Ok(v) => parse_attempt(v, token, ttl, sent, started),
-            Err(Failure::Uncertain(first)) => {
+            Err(Failure::TimedOut(e)) => Err(unresolved(&e, token)),
+            Err(Failure::Broken(first)) => {
                 // The script may have run. Only our token can tell: if it holds the
                 // lock, the lease is ours; if not, the attempt did not take it (or
                 // took it and it already expired, which leaves nothing to undo).
                 metrics::incr(Counter::Retries);
-                let unresolved = |e: &Error, token: Token| Error::Unresolved {
-                    message: format!(
-                        "{e}; whether the lock was taken is unknown until Redis answers again"
-                    ),
-                    token,
-                };
-                match self.inspect(&token) {
+                match self.resolve(&token, ttl) {
                     Ok(Some((_, fence))) => {
                         metrics::incr(Counter::UncertainResolved);
                         Ok(Attempt::Acquired(Hold {
@@ -261,7 +287,9 @@ impl Lease {
                         let sent = Instant::now();
                         match self.send_acquire(&token, ttl, will_wait) {
                             Ok(v) => parse_attempt(v, token, ttl, sent, started),
-                            Err(Failure::Uncertain(e)) => Err(unresolved(&e, token)),
+                            Err(Failure::Broken(e) | Failure::TimedOut(e)) => {
+                                Err(unresolved(&e, token))
+                            }
                             Err(f) => Err(f.into_error()),
                         }
                     }
@@ -360,7 +388,7 @@ impl Lease {
         };
         let released = match self.call(run) {
             Ok(n) => n == 1,
-            Err(Failure::Uncertain(_)) => {
+            Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
                 let again = self.call(run).map_err(Failure::into_error)? == 1;
                 metrics::incr(Counter::UncertainResolved);
@@ -392,6 +420,15 @@ impl Lease {
         .map(|n| n == 1)
     }
 
+    /// Gives up an attempt of `token` whose outcome is unknown: frees the lease if
+    /// it took it, and voids the token if it has not (yet).
+    pub fn abandon(&self, token: &Token, ttl: Duration) -> Result<()> {
+        if self.resolve(token, ttl)?.is_some() {
+            self.release_token(token)?;
+        }
+        Ok(())
+    }
+
     /// Extends `hold` to `ttl` from now. False when it was no longer ours.
     pub fn refresh(&self, hold: &mut Hold, ttl: Duration) -> Result<bool> {
         let sent = Instant::now();
@@ -420,6 +457,26 @@ impl Lease {
                 .arg(token.as_str())
                 .invoke(&mut c.inner)
         })?;
+        self.parse_owned(v)
+    }
+
+    /// Settles an acquire attempt of `token` whose outcome is unknown:
+    /// `Some((time left, fence))` when it holds the lease; otherwise the token is
+    /// voided, so the attempt can never take the lease later.
+    pub fn resolve(&self, token: &Token, ttl: Duration) -> Result<Option<(Option<Duration>, i64)>> {
+        let v: Value = self.call_idempotent(|c| {
+            scripts::RESOLVE
+                .key(&self.keys.lock)
+                .key(self.keys.void(token))
+                .arg(token.as_str())
+                .arg(millis(void_ttl(ttl)))
+                .invoke(&mut c.inner)
+        })?;
+        self.parse_owned(v)
+    }
+
+    /// Reads the `{pttl, fence}`-or-nil reply of inspect.lua and resolve.lua.
+    fn parse_owned(&self, v: Value) -> Result<Option<(Option<Duration>, i64)>> {
         match v {
             Value::Nil => Ok(None),
             other => {
@@ -436,6 +493,15 @@ impl Lease {
             "Redis at {} gave an unexpected reply ({what}); is something else using the key?",
             self.endpoint.addr
         ))
+    }
+}
+
+/// An acquire whose outcome Redis could not confirm: the token lets the caller
+/// check later.
+fn unresolved(e: &Error, token: Token) -> Error {
+    Error::Unresolved {
+        message: format!("{e}; whether the lock was taken is unknown until Redis answers again"),
+        token,
     }
 }
 

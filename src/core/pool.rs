@@ -108,9 +108,11 @@ fn connect(ep: &Endpoint) -> Result<redis::Connection> {
         Addr::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
         Addr::Unix(path) => ConnectionAddr::Unix(path.clone()),
     };
+    // No CLIENT SETINFO: two more replies to wait for on every connect, each
+    // allowed the whole connect timeout by redis-rs.
     let mut redis_info = RedisConnectionInfo::default()
         .set_db(ep.db)
-        .set_lib_name("redis_lease", env!("CARGO_PKG_VERSION"));
+        .set_skip_set_lib_name();
     if let Some(u) = &ep.username {
         redis_info = redis_info.set_username(u);
     }

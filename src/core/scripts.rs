@@ -15,3 +15,5 @@ pub static REFRESH: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/refresh.lua")));
 pub static INSPECT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
+pub static RESOLVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/resolve.lua")));

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::lease::{seconds, Hold, Lease, LeaseKeys, Token};
+use crate::php::args::Float;
 use crate::php::errors::{lock_lost_exception, lock_timeout_exception};
 use crate::php::ini;
 
@@ -104,7 +105,7 @@ impl DistributedLock {
         let Some(token) = self.state.borrow().unresolved.clone() else {
             return Ok(());
         };
-        let found = self.lease.inspect(&token)?;
+        let found = self.lease.resolve(&token, self.ttl)?;
         self.state.borrow_mut().unresolved = None;
         if let Some((left, fence)) = found {
             let now = std::time::Instant::now();
@@ -157,7 +158,7 @@ impl DistributedLock {
 #[php_impl]
 impl DistributedLock {
     #[php(defaults(ttl = 30.0))]
-    pub fn __construct(key: String, ttl: f64, dsn: Option<String>) -> PhpResult<Self> {
+    pub fn __construct(key: String, ttl: Float, dsn: Option<String>) -> PhpResult<Self> {
         if key.is_empty() {
             return Err(Error::invalid(
                 "DistributedLock::__construct(): Argument #1 ($key) must not be empty",
@@ -173,7 +174,7 @@ impl DistributedLock {
         }
         let ttl = seconds(
             "DistributedLock::__construct(): Argument #2 ($ttl)",
-            ttl,
+            ttl.0,
             false,
         )?;
         let dsn = dsn.unwrap_or_else(|| ini::get(ini::DSN));
@@ -191,10 +192,10 @@ impl DistributedLock {
 
     /// True when we hold the lock; false when another holder still has it after `$wait` seconds.
     #[php(defaults(wait = 0.0))]
-    pub fn acquire(&self, wait: f64) -> PhpResult<bool> {
+    pub fn acquire(&self, wait: Float) -> PhpResult<bool> {
         let wait = seconds(
             "DistributedLock::acquire(): Argument #1 ($wait)",
-            wait,
+            wait.0,
             true,
         )?;
         Ok(self.do_acquire(wait)?)
@@ -206,9 +207,9 @@ impl DistributedLock {
     }
 
     /// Extends our lease to `$ttl` seconds from now (default: the constructor's ttl).
-    pub fn refresh(&self, ttl: Option<f64>) -> PhpResult<bool> {
+    pub fn refresh(&self, ttl: Option<Float>) -> PhpResult<bool> {
         let ttl = match ttl {
-            Some(t) => seconds("DistributedLock::refresh(): Argument #1 ($ttl)", t, false)?,
+            Some(t) => seconds("DistributedLock::refresh(): Argument #1 ($ttl)", t.0, false)?,
             None => self.ttl,
         };
         self.resolve_unresolved()?;
@@ -252,10 +253,10 @@ impl DistributedLock {
 
     /// Runs `$callback` while holding the lock and returns its result.
     #[php(defaults(wait = 10.0))]
-    pub fn synchronized(&self, callback: ZendCallable, wait: f64) -> PhpResult<Zval> {
+    pub fn synchronized(&self, callback: ZendCallable, wait: Float) -> PhpResult<Zval> {
         let wait = seconds(
             "DistributedLock::synchronized(): Argument #2 ($wait)",
-            wait,
+            wait.0,
             true,
         )?;
         if !self.do_acquire(wait)? {
@@ -308,7 +309,7 @@ impl Drop for DistributedLock {
             let _ = self.lease.release(&hold);
         }
         if let Some(token) = state.unresolved {
-            let _ = self.lease.release_token(&token);
+            let _ = self.lease.abandon(&token, self.ttl);
         }
     }
 }

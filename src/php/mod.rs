@@ -1,6 +1,7 @@
 //! The PHP binding layer: module registration, ini, phpinfo and request hooks.
 //! Everything here converts between PHP and the core; no Redis logic lives here.
 
+pub mod args;
 pub mod errors;
 pub mod ini;
 pub mod lock;

@@ -62,6 +62,16 @@ impl RedisServer {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).unwrap()
     }
 
+    /// Sends a signal (e.g. "STOP", "CONT") to the server process.
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig} failed");
+    }
+
     pub fn conn(&self) -> redis::Connection {
         self.client().get_connection().unwrap()
     }

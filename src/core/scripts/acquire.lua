@@ -1,7 +1,11 @@
 -- Take a lease if it is free: SET NX PX and the next fencing token, atomically.
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiter marker
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiter marker, KEYS[4] void marker of this token
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] how long the caller will wait, in ms (0: not waiting)
 -- Returns {1, fence} when taken, {0, pttl} when held by another (pttl -1: held without expiry).
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  -- This attempt arrived after its sender gave up on it and voided the token.
+  return {0, -2}
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   -- Tokens never fall below the server clock in microseconds, so they keep rising
   -- even if the counter is lost (restart without persistence, failover to a stale replica).

@@ -1,0 +1,48 @@
+//! Argument types that follow PHP's own coercion rules where ext-php-rs is stricter.
+
+use ext_php_rs::convert::{FromZval, StubLiteral};
+use ext_php_rs::flags::DataType;
+use ext_php_rs::types::Zval;
+
+/// A `float` parameter that, like PHP's internal functions in coercive mode, also
+/// takes an int or a numeric string ("1.5", " 2", "1e3").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Float(pub f64);
+
+impl From<f64> for Float {
+    fn from(v: f64) -> Self {
+        Float(v)
+    }
+}
+
+impl StubLiteral for Float {
+    fn stub_literal(&self) -> String {
+        self.0.stub_literal()
+    }
+}
+
+impl FromZval<'_> for Float {
+    const TYPE: DataType = DataType::Double;
+
+    fn from_zval(zval: &Zval) -> Option<Self> {
+        if let Some(v) = f64::from_zval(zval) {
+            return Some(Float(v));
+        }
+        zval.str().and_then(numeric).map(Float)
+    }
+}
+
+/// PHP's numeric strings: optional surrounding whitespace, a decimal number with an
+/// optional exponent. Rust's parser alone would also take "inf" and "NaN".
+fn numeric(s: &str) -> Option<f64> {
+    let t = s.trim_matches(|c| " \t\n\r\x0b\x0c".contains(c));
+    let ok = !t.is_empty()
+        && t.bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+        && t.bytes().any(|b| b.is_ascii_digit());
+    if ok {
+        t.parse().ok()
+    } else {
+        None
+    }
+}
