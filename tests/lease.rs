@@ -410,7 +410,10 @@ fn a_voided_token_takes_nothing_when_its_attempt_arrives_late() {
         .invoke(&mut raw)
         .unwrap();
     assert_eq!(reply.0, 0, "a voided attempt must not take the lock");
-    let exists: i64 = redis::cmd("EXISTS").arg("lock:{late}").query(&mut raw).unwrap();
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("lock:{late}")
+        .query(&mut raw)
+        .unwrap();
     assert_eq!(exists, 0);
     // Everyone else is unaffected.
     assert!(l.acquire(SEC, Duration::ZERO).unwrap().is_some());
