@@ -8,20 +8,11 @@ use std::time::{Duration, Instant};
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::error::Error;
 use redis_lease::core::lease::{Attempt, Lease, LeaseKeys};
-use support::RedisServer;
+use support::{await_until, RedisServer};
 
 fn lease(server: &RedisServer, name: &str) -> Lease {
     let ep = Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap();
     Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()))
-}
-
-/// Polls `cond` until it holds, failing the test after `limit`.
-fn await_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 const SEC: Duration = Duration::from_secs(1);

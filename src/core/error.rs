@@ -15,6 +15,11 @@ pub enum Error {
     #[error("{0}")]
     Connection(String),
 
+    /// A session's lock could not be had in time (or too many requests already
+    /// wait for it). Contention, not failure: the message says which.
+    #[error("{0}")]
+    LockTimeout(String),
+
     /// A command that would have taken a lease may have reached Redis before the
     /// connection failed, and the outcome could not be checked because Redis is
     /// still unreachable. The token lets the caller resolve it later instead of

@@ -110,7 +110,7 @@ impl LeaseKeys {
 /// How long a voided token stays void: longer than any attempt can sit unread in
 /// a socket buffer of a live Redis, in practice. Should one arrive even later, it
 /// takes a lease nobody holds, which then ends by itself like a crashed holder's.
-fn void_ttl(ttl: Duration) -> Duration {
+pub(crate) fn void_ttl(ttl: Duration) -> Duration {
     ttl + Duration::from_secs(60)
 }
 
@@ -134,16 +134,26 @@ impl Hold {
     }
 }
 
-/// What one acquire attempt found.
+/// What one acquire attempt found. `T` is what a successful attempt yields: the
+/// hold, and for a session also its data.
 #[derive(Debug)]
-pub enum Attempt {
-    Acquired(Hold),
+pub enum Attempt<T = Hold> {
+    Acquired(T),
     /// Held by another; `Some(d)`: its lease ends in `d`; `None`: it has no expiry.
     Busy(Option<Duration>),
 }
 
+/// How a waiting acquire ended.
+#[derive(Debug)]
+pub struct Waited<T> {
+    /// `None`: still held by another when the wait ran out.
+    pub result: Option<T>,
+    /// Whether any attempt found the lease held.
+    pub contended: bool,
+}
+
 /// How a call to Redis failed.
-enum Failure {
+pub(crate) enum Failure {
     /// Nothing was sent: the connection could not be made.
     NotSent(Error),
     /// The connection broke after sending: the command may have run. Likely a
@@ -159,7 +169,7 @@ enum Failure {
 }
 
 impl Failure {
-    fn into_error(self) -> Error {
+    pub(crate) fn into_error(self) -> Error {
         match self {
             Failure::NotSent(e) | Failure::Broken(e) | Failure::TimedOut(e) | Failure::Reply(e) => {
                 e
@@ -181,7 +191,7 @@ impl Lease {
     }
 
     /// Runs `f` on this process's connection to the endpoint.
-    fn call<T>(
+    pub(crate) fn call<T>(
         &self,
         f: impl FnOnce(&mut Conn) -> redis::RedisResult<T>,
     ) -> std::result::Result<T, Failure> {
@@ -224,7 +234,10 @@ impl Lease {
 
     /// Runs an idempotent `f`; when its outcome is uncertain, runs it once more on a
     /// fresh connection, whose answer is then the truth.
-    fn call_idempotent<T>(&self, f: impl Fn(&mut Conn) -> redis::RedisResult<T>) -> Result<T> {
+    pub(crate) fn call_idempotent<T>(
+        &self,
+        f: impl Fn(&mut Conn) -> redis::RedisResult<T>,
+    ) -> Result<T> {
         match self.call(&f) {
             Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
@@ -304,28 +317,52 @@ impl Lease {
     /// its lease to run out. `Ok(None)`: still held by another after `wait`.
     pub fn acquire(&self, ttl: Duration, wait: Duration) -> Result<Option<Hold>> {
         let started = Instant::now();
-        let deadline = started + wait;
+        let waited = self.wait_loop(wait, |left| self.try_acquire(ttl, left))?;
+        match waited.result {
+            Some(mut hold) => {
+                hold.acquired_at = started;
+                metrics::incr(Counter::LockAcquired);
+                if waited.contended {
+                    metrics::incr(Counter::LockContended);
+                }
+                metrics::LOCK_WAIT.observe(started.elapsed());
+                Ok(Some(hold))
+            }
+            None => {
+                metrics::incr(Counter::LockBusy);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Repeats `attempt` (given the time left) until it succeeds or `wait` runs
+    /// out, sleeping between attempts until a release wakes us, the holder's lease
+    /// ends, or the deadline comes, whichever is first. Never polls.
+    pub fn wait_loop<T>(
+        &self,
+        wait: Duration,
+        mut attempt: impl FnMut(Duration) -> Result<Attempt<T>>,
+    ) -> Result<Waited<T>> {
+        let deadline = Instant::now() + wait;
         let mut contended = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.try_acquire(ttl, left)? {
-                Attempt::Acquired(mut hold) => {
-                    hold.acquired_at = started;
-                    metrics::incr(Counter::LockAcquired);
-                    if contended {
-                        metrics::incr(Counter::LockContended);
-                    }
-                    metrics::LOCK_WAIT.observe(started.elapsed());
-                    return Ok(Some(hold));
+            match attempt(left)? {
+                Attempt::Acquired(t) => {
+                    return Ok(Waited {
+                        result: Some(t),
+                        contended,
+                    })
                 }
                 Attempt::Busy(holder_left) => {
                     contended = true;
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        metrics::incr(Counter::LockBusy);
-                        return Ok(None);
+                        return Ok(Waited {
+                            result: None,
+                            contended,
+                        });
                     }
-                    // Sleep until woken, the holder's lease ends, or our deadline.
                     let nap = holder_left.map_or(left, |h| h.min(left));
                     if !nap.is_zero() && self.wait_for_wake(nap)? {
                         metrics::incr(Counter::Wakeups);
@@ -498,7 +535,7 @@ impl Lease {
 
 /// An acquire whose outcome Redis could not confirm: the token lets the caller
 /// check later.
-fn unresolved(e: &Error, token: Token) -> Error {
+pub(crate) fn unresolved(e: &Error, token: Token) -> Error {
     Error::Unresolved {
         message: format!("{e}; whether the lock was taken is unknown until Redis answers again"),
         token,
@@ -539,7 +576,7 @@ fn pttl_duration(pttl: i64) -> Option<Duration> {
     }
 }
 
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 

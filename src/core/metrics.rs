@@ -26,6 +26,12 @@ counters! {
     LockReleased => "lock_released", "Locks released by their holder.";
     LockLost => "lock_lost", "Releases or renewals rejected because the lease had expired or was taken.";
     LockRenewals => "lock_renewals", "Successful lease renewals (refresh).";
+    SessionLocked => "session_locked", "Sessions opened with their lock.";
+    SessionContended => "session_contended", "Session opens that found the lock held at least once.";
+    SessionLockTimeouts => "session_lock_timeouts", "Session opens whose lock wait ran out (failed acquisitions).";
+    SessionTooManyWaiters => "session_too_many_waiters", "Session opens refused because max_waiters requests already waited.";
+    SessionLost => "session_lost", "Session writes or unlocks rejected because the lease had expired.";
+    SessionReadonly => "session_readonly", "Sessions opened read-only after the lock wait ran out.";
     Wakeups => "wakeups", "Waiters woken by a release.";
     Connects => "connects", "Connections opened to Redis.";
     ConnectionErrors => "connection_errors", "Connections refused, timed out, broken, or error replies.";
@@ -101,7 +107,15 @@ pub static LOCK_WAIT: Histogram = Histogram::new(
 );
 pub static LOCK_HOLD: Histogram =
     Histogram::new("lock_hold_seconds", "Time a lock was held, until release.");
-pub static HISTOGRAMS: [&Histogram; 2] = [&LOCK_WAIT, &LOCK_HOLD];
+pub static SESSION_WAIT: Histogram = Histogram::new(
+    "session_wait_seconds",
+    "Time from session open to holding its lock.",
+);
+pub static SESSION_HOLD: Histogram = Histogram::new(
+    "session_hold_seconds",
+    "Time a session lock was held, until save or close.",
+);
+pub static HISTOGRAMS: [&Histogram; 4] = [&LOCK_WAIT, &LOCK_HOLD, &SESSION_WAIT, &SESSION_HOLD];
 
 #[cfg(test)]
 mod tests {

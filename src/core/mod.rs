@@ -6,3 +6,4 @@ pub mod lease;
 pub mod metrics;
 pub mod pool;
 pub mod scripts;
+pub mod session;

@@ -17,3 +17,7 @@ pub static INSPECT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
 pub static RESOLVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/resolve.lua")));
+pub static SESSION_OPEN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/session_open.lua")));
+pub static SESSION_SAVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/session_save.lua")));

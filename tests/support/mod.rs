@@ -1,4 +1,5 @@
 //! A private redis-server for one test: a free port, no persistence, killed on drop.
+#![allow(dead_code)] // each test binary uses a different part of it
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -82,5 +83,14 @@ impl Drop for RedisServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Polls `cond` until it holds, failing the test after `limit`.
+pub fn await_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
     }
 }

@@ -1,0 +1,484 @@
+//! The session store: PHP sessions in Redis, each request holding a lease on its
+//! session from read to write.
+//!
+//! A locked request costs two round trips: `open` locks and reads in one script,
+//! `save` writes (or renews, or deletes) and unlocks in another, only while our
+//! lease still holds the lock, so a request whose lease ran out can never
+//! overwrite what a newer request wrote. Keys stay compatible with phpredis: the
+//! data lives at `<prefix><id>` (default prefix `PHPREDIS_SESSION:`) as the raw
+//! string PHP's serializer produced; the lock at `{<prefix><id>}:lock` hashes to
+//! the same Redis Cluster slot.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::{FromRedisValue, Value};
+
+use crate::core::dsn::Endpoint;
+use crate::core::error::{Error, Result};
+use crate::core::lease::{millis, unresolved, Attempt, Failure, Hold, Lease, LeaseKeys, Token};
+use crate::core::metrics::{self, Counter};
+use crate::core::scripts;
+
+/// phpredis's default key prefix, so sessions survive a switch from it.
+pub const DEFAULT_PREFIX: &str = "PHPREDIS_SESSION:";
+
+/// Longest session id we accept (PHP's own maximum sid_length is 256).
+pub const MAX_ID_LEN: usize = 256;
+
+/// What a request does when the lock wait runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnLockTimeout {
+    /// session_start() fails; nothing is read or written.
+    Fail,
+    /// The data is read without the lock and this request's writes are discarded.
+    Readonly,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionConfig {
+    pub prefix: String,
+    /// Off: last writer wins, as phpredis does by default.
+    pub locking: bool,
+    pub lock_ttl: Duration,
+    pub lock_wait: Duration,
+    pub on_lock_timeout: OnLockTimeout,
+    /// Most requests that may wait for one session at once; 0: no cap.
+    pub max_waiters: u32,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            prefix: DEFAULT_PREFIX.to_string(),
+            locking: true,
+            lock_ttl: Duration::from_secs(30),
+            lock_wait: Duration::from_secs(10),
+            on_lock_timeout: OnLockTimeout::Fail,
+            max_waiters: 0,
+        }
+    }
+}
+
+/// How this request holds its session.
+#[derive(Debug)]
+pub enum Mode {
+    /// We hold the session's lock.
+    Locked(Hold),
+    /// Locking is off: reads and writes go straight through.
+    Unlocked,
+    /// The lock wait ran out in readonly mode: writes are discarded.
+    Readonly,
+    /// Saved, destroyed or closed: nothing more to do.
+    Done,
+}
+
+/// One request's open session.
+#[derive(Debug)]
+pub struct Session {
+    pub id: String,
+    pub mode: Mode,
+    lease: Lease,
+    data_key: Vec<u8>,
+}
+
+/// The result of saving a session.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Saved {
+    Yes,
+    /// Our lease had expired (and perhaps another request took the lock): nothing
+    /// was written, so newer data stays.
+    LeaseLost,
+    /// Readonly mode (the lock wait ran out): the write was discarded.
+    Discarded,
+}
+
+pub struct SessionStore {
+    pub endpoint: Arc<Endpoint>,
+    pub config: SessionConfig,
+}
+
+impl SessionStore {
+    pub fn new(endpoint: Arc<Endpoint>, config: SessionConfig) -> SessionStore {
+        SessionStore { endpoint, config }
+    }
+
+    fn data_key(&self, id: &str) -> Vec<u8> {
+        [self.config.prefix.as_bytes(), id.as_bytes()].concat()
+    }
+
+    fn lease(&self, id: &str) -> Lease {
+        let lock = [b"{", self.data_key(id).as_slice(), b"}:lock"].concat();
+        Lease::new(self.endpoint.clone(), LeaseKeys::with_base(lock))
+    }
+
+    /// Opens session `id`: locks it (waiting up to the lock wait) and reads its
+    /// data, `None` for a new session. Errors: `Error::LockTimeout` when the wait
+    /// ran out in fail mode, `Error::TooManyWaiters` when the cap is reached.
+    pub fn open(&self, id: &str) -> Result<(Session, Option<Vec<u8>>)> {
+        check_id(id)?;
+        let lease = self.lease(id);
+        let data_key = self.data_key(id);
+        let session = |mode| Session {
+            id: id.to_string(),
+            mode,
+            lease: lease.clone(),
+            data_key: data_key.clone(),
+        };
+        if !self.config.locking {
+            let data = self.get(&lease, &data_key)?;
+            return Ok((session(Mode::Unlocked), data));
+        }
+        let started = Instant::now();
+        let waiter = Token::generate();
+        let ttl = self.config.lock_ttl;
+        let waited = lease.wait_loop(self.config.lock_wait, |left| {
+            self.try_open(&lease, &data_key, ttl, left, &waiter)
+        })?;
+        match waited.result {
+            Some((mut hold, data)) => {
+                hold.acquired_at = started;
+                metrics::incr(Counter::SessionLocked);
+                if waited.contended {
+                    metrics::incr(Counter::SessionContended);
+                }
+                metrics::SESSION_WAIT.observe(started.elapsed());
+                Ok((session(Mode::Locked(hold)), data))
+            }
+            None => {
+                metrics::incr(Counter::SessionLockTimeouts);
+                // Leave the waiter list now rather than when our deadline passes.
+                let _ = lease.call(|c| {
+                    redis::cmd("ZREM")
+                        .arg(&lease.keys.waiters)
+                        .arg(waiter.as_str())
+                        .query::<i64>(&mut c.inner)
+                });
+                let why = format!(
+                    "the session lock wait of {:.3} s ran out: another request of session {} \
+                     still holds its lock",
+                    self.config.lock_wait.as_secs_f64(),
+                    short_id(id)
+                );
+                match self.config.on_lock_timeout {
+                    OnLockTimeout::Fail => Err(Error::LockTimeout(why)),
+                    OnLockTimeout::Readonly => {
+                        metrics::incr(Counter::SessionReadonly);
+                        let data = self.get(&lease, &data_key)?;
+                        Ok((session(Mode::Readonly), data))
+                    }
+                }
+            }
+        }
+    }
+
+    /// One lock-and-read attempt, resolving a lost reply like `Lease::try_acquire`.
+    fn try_open(
+        &self,
+        lease: &Lease,
+        data_key: &[u8],
+        ttl: Duration,
+        left: Duration,
+        waiter: &Token,
+    ) -> Result<Attempt<(Hold, Option<Vec<u8>>)>> {
+        let token = Token::generate();
+        let sent = Instant::now();
+        let reply = lease.call(|c| {
+            scripts::SESSION_OPEN
+                .key(data_key)
+                .key(&lease.keys.lock)
+                .key(&lease.keys.waiters)
+                .key(lease.keys.void(&token))
+                .arg(token.as_str())
+                .arg(millis(ttl))
+                .arg(millis(left))
+                .arg(waiter.as_str())
+                .arg(self.config.max_waiters)
+                .invoke::<Value>(&mut c.inner)
+        });
+        let hold = |token| Hold {
+            token,
+            fence: 0,
+            ttl,
+            sent,
+            acquired_at: sent,
+        };
+        match reply {
+            Ok(Value::Array(items)) if items.len() == 2 => {
+                let mut items = items.into_iter();
+                let status = i64::from_redis_value(items.next().unwrap_or(Value::Nil))
+                    .map_err(|e| bad_reply(lease, &e))?;
+                let detail = items.next().unwrap_or(Value::Nil);
+                match status {
+                    1 => {
+                        let data = Option::<Vec<u8>>::from_redis_value(detail)
+                            .map_err(|e| bad_reply(lease, &e))?;
+                        Ok(Attempt::Acquired((hold(token), data)))
+                    }
+                    0 => {
+                        let pttl =
+                            i64::from_redis_value(detail).map_err(|e| bad_reply(lease, &e))?;
+                        Ok(Attempt::Busy(match pttl {
+                            -1 => None,
+                            n => Some(Duration::from_millis(n.max(0) as u64)),
+                        }))
+                    }
+                    _ => {
+                        metrics::incr(Counter::SessionTooManyWaiters);
+                        Err(Error::LockTimeout(format!(
+                            "{} requests already wait for session {}; not waiting (max_waiters)",
+                            self.config.max_waiters,
+                            short_id(lease_id(data_key, &self.config.prefix))
+                        )))
+                    }
+                }
+            }
+            Ok(other) => Err(bad_reply(lease, &format!("{other:?}"))),
+            Err(Failure::TimedOut(e)) => Err(unresolved(&e, token)),
+            Err(Failure::Broken(first)) => {
+                // Did the lost attempt lock the session? Settle it, then read.
+                metrics::incr(Counter::Retries);
+                match lease.resolve(&token, ttl) {
+                    Ok(Some(_)) => {
+                        metrics::incr(Counter::UncertainResolved);
+                        let data = self.get(lease, data_key)?;
+                        Ok(Attempt::Acquired((hold(token), data)))
+                    }
+                    // Not locked by it, and now never will be: the caller's loop tries again.
+                    Ok(None) => {
+                        metrics::incr(Counter::UncertainResolved);
+                        Ok(Attempt::Busy(Some(Duration::ZERO)))
+                    }
+                    Err(_) => Err(unresolved(&first, token)),
+                }
+            }
+            Err(f) => Err(f.into_error()),
+        }
+    }
+
+    fn get(&self, lease: &Lease, data_key: &[u8]) -> Result<Option<Vec<u8>>> {
+        lease.call_idempotent(|c| redis::cmd("GET").arg(data_key).query(&mut c.inner))
+    }
+
+    /// Writes `data` with a ttl of `max_lifetime` and unlocks, in one round trip.
+    pub fn write(&self, s: &mut Session, data: &[u8], max_lifetime: Duration) -> Result<Saved> {
+        self.save(s, "write", data, max_lifetime)
+    }
+
+    /// Renews the data's ttl and unlocks (lazy_write with unchanged data).
+    pub fn touch(&self, s: &mut Session, max_lifetime: Duration) -> Result<Saved> {
+        self.save(s, "touch", b"", max_lifetime)
+    }
+
+    /// Deletes the session's data and unlocks.
+    pub fn destroy(&self, s: &mut Session) -> Result<Saved> {
+        self.save(s, "destroy", b"", Duration::ZERO)
+    }
+
+    fn save(
+        &self,
+        s: &mut Session,
+        op: &str,
+        data: &[u8],
+        max_lifetime: Duration,
+    ) -> Result<Saved> {
+        // Redis's EX takes whole seconds, at least 1.
+        let secs = max_lifetime.as_secs().max(1);
+        match &s.mode {
+            Mode::Locked(hold) => {
+                let hold = hold.clone();
+                let ok = s.lease.call_idempotent(|c| {
+                    scripts::SESSION_SAVE
+                        .key(&s.data_key)
+                        .key(&s.lease.keys.lock)
+                        .key(&s.lease.keys.wake)
+                        .key(&s.lease.keys.waiters)
+                        .arg(hold.token.as_str())
+                        .arg(data)
+                        .arg(secs)
+                        .arg(op)
+                        .invoke::<i64>(&mut c.inner)
+                })? == 1;
+                s.mode = Mode::Done;
+                if ok {
+                    metrics::SESSION_HOLD.observe(hold.acquired_at.elapsed());
+                    Ok(Saved::Yes)
+                } else {
+                    metrics::incr(Counter::SessionLost);
+                    Ok(Saved::LeaseLost)
+                }
+            }
+            Mode::Unlocked => {
+                s.lease.call_idempotent(|c| {
+                    let mut cmd = match op {
+                        "write" => redis::cmd("SET"),
+                        "touch" => redis::cmd("EXPIRE"),
+                        _ => redis::cmd("DEL"),
+                    };
+                    cmd.arg(&s.data_key);
+                    match op {
+                        "write" => cmd.arg(data).arg("EX").arg(secs),
+                        "touch" => cmd.arg(secs),
+                        _ => &mut cmd,
+                    };
+                    cmd.query::<Value>(&mut c.inner)
+                })?;
+                Ok(Saved::Yes)
+            }
+            Mode::Readonly => Ok(Saved::Discarded),
+            Mode::Done => Err(Error::invalid(format!(
+                "session {} was already saved, destroyed or closed in this request",
+                short_id(&s.id)
+            ))),
+        }
+    }
+
+    /// Unlocks without writing (session_abort(), read_and_close, close after a
+    /// failed write). True when there was nothing to do or our lease was freed.
+    pub fn close(&self, s: &mut Session) -> Result<bool> {
+        let mode = std::mem::replace(&mut s.mode, Mode::Done);
+        match mode {
+            Mode::Locked(hold) => {
+                let freed = s.lease.release_token(&hold.token)?;
+                if freed {
+                    metrics::SESSION_HOLD.observe(hold.acquired_at.elapsed());
+                } else {
+                    metrics::incr(Counter::SessionLost);
+                }
+                Ok(freed)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Whether session `id` has data (for session.use_strict_mode).
+    pub fn exists(&self, id: &str) -> Result<bool> {
+        if check_id(id).is_err() {
+            return Ok(false);
+        }
+        let lease = self.lease(id);
+        let key = self.data_key(id);
+        let n: i64 =
+            lease.call_idempotent(|c| redis::cmd("EXISTS").arg(&key).query(&mut c.inner))?;
+        Ok(n == 1)
+    }
+
+    /// Deletes session `id` when this request does not hold it open.
+    pub fn delete(&self, id: &str) -> Result<()> {
+        check_id(id)?;
+        let lease = self.lease(id);
+        let key = self.data_key(id);
+        lease.call_idempotent(|c| redis::cmd("DEL").arg(&key).query::<i64>(&mut c.inner))?;
+        Ok(())
+    }
+
+    /// A new session id of `length` characters of `bits` bits each (PHP's
+    /// session.sid_length and session.sid_bits_per_character), not in use.
+    pub fn create_id(&self, length: usize, bits: u8) -> Result<String> {
+        for _ in 0..3 {
+            let id = generate_id(length, bits)?;
+            if !self.exists(&id)? {
+                return Ok(id);
+            }
+        }
+        Err(Error::Connection(
+            "three fresh session ids in a row were already in use; is the random source broken?"
+                .into(),
+        ))
+    }
+}
+
+/// The alphabet PHP uses for session ids, by bits per character.
+const ID_CHARS: &[u8; 64] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,-";
+
+/// A random id as PHP's `php_session_create_id` makes it: `bits` (4, 5 or 6) random
+/// bits per character, drawn from the OS.
+pub fn generate_id(length: usize, bits: u8) -> Result<String> {
+    if !(4..=6).contains(&bits) {
+        return Err(Error::invalid(format!(
+            "session.sid_bits_per_character must be 4, 5 or 6, {bits} given"
+        )));
+    }
+    if !(22..=MAX_ID_LEN).contains(&length) {
+        return Err(Error::invalid(format!(
+            "session.sid_length must be between 22 and 256, {length} given"
+        )));
+    }
+    let mask = (1u8 << bits) - 1;
+    let mut id = String::with_capacity(length);
+    while id.len() < length {
+        let raw = Token::generate();
+        for pair in raw.as_str().as_bytes().chunks(2) {
+            let byte =
+                u8::from_str_radix(std::str::from_utf8(pair).unwrap_or("00"), 16).unwrap_or(0);
+            id.push(ID_CHARS[(byte & mask) as usize] as char);
+            if id.len() == length {
+                break;
+            }
+        }
+    }
+    Ok(id)
+}
+
+/// Session ids become part of Redis keys: only PHP's own id characters, bounded.
+pub fn check_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.len() > MAX_ID_LEN || !id.bytes().all(|b| ID_CHARS.contains(&b)) {
+        return Err(Error::invalid(format!(
+            "invalid session id {}: use 1 to {MAX_ID_LEN} characters of a-z, A-Z, 0-9, ',' and '-'",
+            short_id(id)
+        )));
+    }
+    Ok(())
+}
+
+/// The start of a session id, for messages: enough to correlate, not to hijack.
+pub fn short_id(id: &str) -> String {
+    let shown: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == ',' || *c == '-')
+        .take(6)
+        .collect();
+    format!("'{shown}…'")
+}
+
+fn lease_id<'a>(data_key: &'a [u8], prefix: &str) -> &'a str {
+    std::str::from_utf8(&data_key[prefix.len().min(data_key.len())..]).unwrap_or("")
+}
+
+fn bad_reply(lease: &Lease, what: &dyn std::fmt::Display) -> Error {
+    Error::Connection(format!(
+        "Redis at {} gave an unexpected reply to a session command ({what}); is something else using the session's keys?",
+        lease.endpoint.addr
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_php_settings() {
+        let id = generate_id(32, 4).unwrap();
+        assert_eq!(id.len(), 32);
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+            "{id}"
+        );
+        let id = generate_id(48, 6).unwrap();
+        assert_eq!(id.len(), 48);
+        assert!(check_id(&id).is_ok());
+        assert_ne!(generate_id(32, 5).unwrap(), generate_id(32, 5).unwrap());
+        assert!(generate_id(32, 3).is_err());
+        assert!(generate_id(300, 4).is_err());
+    }
+
+    #[test]
+    fn ids_are_confined_to_safe_characters() {
+        for bad in ["", "a b", "../x", "x\0y", "{tag}", &"a".repeat(257)] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_id("abc,-XYZ019").is_ok());
+        assert_eq!(short_id("0123456789abcdef"), "'012345…'");
+    }
+}

@@ -1,0 +1,314 @@
+//! The session store against a real redis-server.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_lease::core::dsn::{Endpoint, Timeouts};
+use redis_lease::core::error::Error;
+use redis_lease::core::session::{Mode, OnLockTimeout, Saved, SessionConfig, SessionStore};
+use support::{await_until, RedisServer};
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn store(server: &RedisServer, config: SessionConfig) -> SessionStore {
+    let ep = Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap();
+    SessionStore::new(Arc::new(ep), config)
+}
+
+fn get(server: &RedisServer, key: &str) -> Option<String> {
+    redis::cmd("GET")
+        .arg(key)
+        .query(&mut server.conn())
+        .unwrap()
+}
+
+#[test]
+fn open_write_reopen_with_phpredis_keys() {
+    let server = RedisServer::start();
+    let s = store(&server, SessionConfig::default());
+    let (mut sess, data) = s.open("abc123").unwrap();
+    assert_eq!(data, None);
+    assert!(matches!(sess.mode, Mode::Locked(_)));
+    let lock: String = get(&server, "{PHPREDIS_SESSION:abc123}:lock").expect("locked while open");
+    assert!(lock.ends_with(":0"));
+    assert_eq!(
+        s.write(&mut sess, b"a|i:1;", Duration::from_secs(1440))
+            .unwrap(),
+        Saved::Yes
+    );
+    // phpredis's layout: the raw serialized string at PHPREDIS_SESSION:<id>, with the gc ttl.
+    assert_eq!(
+        get(&server, "PHPREDIS_SESSION:abc123").as_deref(),
+        Some("a|i:1;")
+    );
+    let ttl: i64 = redis::cmd("TTL")
+        .arg("PHPREDIS_SESSION:abc123")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!((1430..=1440).contains(&ttl), "{ttl}");
+    assert_eq!(
+        get(&server, "{PHPREDIS_SESSION:abc123}:lock"),
+        None,
+        "write unlocks"
+    );
+    let (mut again, data) = s.open("abc123").unwrap();
+    assert_eq!(data.as_deref(), Some(&b"a|i:1;"[..]));
+    assert!(s.close(&mut again).unwrap());
+}
+
+#[test]
+fn a_locked_request_costs_two_round_trips() {
+    let server = RedisServer::start();
+    let s = store(&server, SessionConfig::default());
+    // Warm up: connection made and scripts cached.
+    let (mut w, _) = s.open("rt").unwrap();
+    s.write(&mut w, b"x", SEC * 60).unwrap();
+    let mut raw = server.conn();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
+    let (mut sess, _) = s.open("rt").unwrap();
+    s.write(&mut sess, b"y", SEC * 60).unwrap();
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut raw)
+        .unwrap();
+    let calls: u64 = stats
+        .lines()
+        .filter(|l| {
+            l.starts_with("cmdstat_")
+                && !l.starts_with("cmdstat_config")
+                && !l.starts_with("cmdstat_info")
+        })
+        .map(|l| {
+            l.split("calls=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    // Commands run inside scripts are counted too; count the client's commands only.
+    let evalsha: u64 = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .map(|l| {
+            l.split("calls=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .unwrap_or(0);
+    assert_eq!(evalsha, 2, "open and write are one script each: {stats}");
+    assert!(calls >= 2);
+}
+
+#[test]
+fn a_waiting_request_gets_the_data_written_before_it() {
+    let server = RedisServer::start();
+    let s = Arc::new(store(&server, SessionConfig::default()));
+    let (mut first, _) = s.open("queue").unwrap();
+    let s2 = s.clone();
+    let t = std::thread::spawn(move || {
+        let (mut second, data) = s2.open("queue").unwrap();
+        let got = Instant::now();
+        s2.write(&mut second, b"second", SEC * 60).unwrap();
+        (data, got)
+    });
+    let mut raw = server.conn();
+    await_until(SEC * 5, "the second request to wait", || {
+        redis::cmd("EXISTS")
+            .arg("{PHPREDIS_SESSION:queue}:lock:waiters")
+            .query::<i64>(&mut raw)
+            .unwrap()
+            == 1
+    });
+    let released = Instant::now();
+    s.write(&mut first, b"first", SEC * 60).unwrap();
+    let (data, got) = t.join().unwrap();
+    assert_eq!(
+        data.as_deref(),
+        Some(&b"first"[..]),
+        "the waiter must read what the holder wrote"
+    );
+    assert!(got.duration_since(released) < Duration::from_millis(500));
+    assert_eq!(
+        get(&server, "PHPREDIS_SESSION:queue").as_deref(),
+        Some("second")
+    );
+}
+
+#[test]
+fn a_late_writer_whose_lease_expired_never_overwrites_newer_data() {
+    let server = RedisServer::start();
+    let short = SessionConfig {
+        lock_ttl: Duration::from_millis(100),
+        ..SessionConfig::default()
+    };
+    let s = store(&server, short);
+    let (mut a, _) = s.open("late").unwrap();
+    let mut raw = server.conn();
+    await_until(SEC * 5, "A's lease to expire", || {
+        redis::cmd("EXISTS")
+            .arg("{PHPREDIS_SESSION:late}:lock")
+            .query::<i64>(&mut raw)
+            .unwrap()
+            == 0
+    });
+    let (mut b, _) = s.open("late").unwrap();
+    assert_eq!(s.write(&mut b, b"from B", SEC * 60).unwrap(), Saved::Yes);
+    assert_eq!(
+        s.write(&mut a, b"from A", SEC * 60).unwrap(),
+        Saved::LeaseLost
+    );
+    assert_eq!(
+        get(&server, "PHPREDIS_SESSION:late").as_deref(),
+        Some("from B")
+    );
+    // A's close after its rejected write cannot free the lock C holds now.
+    let (mut c, _) = s.open("late").unwrap();
+    s.close(&mut a).unwrap();
+    assert!(
+        get(&server, "{PHPREDIS_SESSION:late}:lock").is_some(),
+        "C's lock must survive A"
+    );
+    s.close(&mut c).unwrap();
+}
+
+#[test]
+fn the_lock_wait_runs_out_fail_or_readonly() {
+    let server = RedisServer::start();
+    let holder = store(&server, SessionConfig::default());
+    let (mut h, _) = holder.open("busy").unwrap();
+    holder.write(&mut h, b"v1", SEC * 60).unwrap();
+    let (_h2, _) = holder.open("busy").unwrap();
+
+    let fail = store(
+        &server,
+        SessionConfig {
+            lock_wait: Duration::from_millis(200),
+            ..SessionConfig::default()
+        },
+    );
+    let start = Instant::now();
+    let err = fail.open("busy").unwrap_err();
+    assert!(
+        matches!(&err, Error::LockTimeout(m) if m.contains("ran out")),
+        "{err:?}"
+    );
+    assert!(start.elapsed() < Duration::from_millis(500));
+
+    let ro = store(
+        &server,
+        SessionConfig {
+            lock_wait: Duration::from_millis(100),
+            on_lock_timeout: OnLockTimeout::Readonly,
+            ..SessionConfig::default()
+        },
+    );
+    let (mut r, data) = ro.open("busy").unwrap();
+    assert_eq!(data.as_deref(), Some(&b"v1"[..]));
+    assert_eq!(ro.write(&mut r, b"v2", SEC * 60).unwrap(), Saved::Discarded);
+    assert_eq!(get(&server, "PHPREDIS_SESSION:busy").as_deref(), Some("v1"));
+}
+
+#[test]
+fn max_waiters_fails_fast_beyond_the_cap() {
+    let server = RedisServer::start();
+    let capped = SessionConfig {
+        max_waiters: 1,
+        lock_wait: SEC * 5,
+        ..SessionConfig::default()
+    };
+    let s = Arc::new(store(&server, capped));
+    let (mut h, _) = s.open("burst").unwrap();
+    let s2 = s.clone();
+    let waiter = std::thread::spawn(move || {
+        let (mut w, _) = s2.open("burst").unwrap();
+        s2.close(&mut w).unwrap();
+    });
+    let mut raw = server.conn();
+    await_until(SEC * 5, "one waiter", || {
+        redis::cmd("ZCARD")
+            .arg("{PHPREDIS_SESSION:burst}:lock:waiters")
+            .query::<i64>(&mut raw)
+            .unwrap()
+            == 1
+    });
+    let start = Instant::now();
+    let err = s.open("burst").unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_millis(300),
+        "must not wait: {:?}",
+        start.elapsed()
+    );
+    assert!(
+        matches!(&err, Error::LockTimeout(m) if m.contains("max_waiters")),
+        "{err:?}"
+    );
+    s.close(&mut h).unwrap();
+    waiter.join().unwrap();
+}
+
+#[test]
+fn locking_off_is_last_writer_wins_without_lock_keys() {
+    let server = RedisServer::start();
+    let s = store(
+        &server,
+        SessionConfig {
+            locking: false,
+            ..SessionConfig::default()
+        },
+    );
+    let (mut a, _) = s.open("free").unwrap();
+    let (mut b, _) = s.open("free").unwrap();
+    assert_eq!(get(&server, "{PHPREDIS_SESSION:free}:lock"), None);
+    s.write(&mut a, b"A", SEC * 60).unwrap();
+    s.write(&mut b, b"B", SEC * 60).unwrap();
+    assert_eq!(get(&server, "PHPREDIS_SESSION:free").as_deref(), Some("B"));
+}
+
+#[test]
+fn touch_destroy_exists_and_new_ids() {
+    let server = RedisServer::start();
+    let s = store(
+        &server,
+        SessionConfig {
+            prefix: "app:".into(),
+            ..SessionConfig::default()
+        },
+    );
+    let (mut a, _) = s.open("t1").unwrap();
+    s.write(&mut a, b"data", SEC * 10).unwrap();
+    let (mut b, _) = s.open("t1").unwrap();
+    assert_eq!(s.touch(&mut b, SEC * 1000).unwrap(), Saved::Yes);
+    let ttl: i64 = redis::cmd("TTL")
+        .arg("app:t1")
+        .query(&mut server.conn())
+        .unwrap();
+    assert!(ttl > 990, "{ttl}");
+    assert!(s.exists("t1").unwrap());
+    assert!(!s.exists("nope").unwrap());
+    assert!(!s.exists("bad id!").unwrap());
+    let (mut c, _) = s.open("t1").unwrap();
+    assert_eq!(s.destroy(&mut c).unwrap(), Saved::Yes);
+    assert!(!s.exists("t1").unwrap());
+    assert_eq!(get(&server, "{app:t1}:lock"), None);
+    let id = s.create_id(32, 5).unwrap();
+    assert_eq!(id.len(), 32);
+    assert!(!s.exists(&id).unwrap());
+    assert!(matches!(
+        s.open("../../etc"),
+        Err(Error::InvalidArgument(_))
+    ));
+}
