@@ -60,6 +60,91 @@ impl Default for SessionConfig {
     }
 }
 
+/// Option names, for `SessionConfig::set` and the `redis_lease.session.*` ini settings.
+pub const OPTION_NAMES: [&str; 6] = [
+    "locking",
+    "lock_ttl",
+    "lock_wait",
+    "on_lock_timeout",
+    "max_waiters",
+    "prefix",
+];
+
+impl SessionConfig {
+    /// Sets option `name` from its text form (ini values and PHP scalars alike).
+    /// `lock_ttl` 0 means "derive it": the caller passes `auto_ttl` for that case.
+    pub fn set(&mut self, name: &str, value: &str, auto_ttl: Duration) -> Result<()> {
+        let v = value.trim();
+        let bad = |expected: &str| {
+            Error::invalid(format!(
+                "session option '{name}' must be {expected}, '{}' given",
+                v.chars().take(40).collect::<String>()
+            ))
+        };
+        let secs = |allow_zero: bool| -> Result<Duration> {
+            match v.parse::<f64>() {
+                Ok(t)
+                    if t.is_finite() && (t > 0.0 || (allow_zero && t == 0.0)) && t <= 86_400.0 =>
+                {
+                    Ok(Duration::from_secs_f64(t))
+                }
+                _ => Err(bad(if allow_zero {
+                    "a number of seconds from 0 to 86400"
+                } else {
+                    "a number of seconds > 0 and <= 86400"
+                })),
+            }
+        };
+        match name {
+            "locking" => {
+                self.locking = match v.to_ascii_lowercase().as_str() {
+                    "1" | "on" | "true" | "yes" => true,
+                    "0" | "off" | "false" | "no" | "" => false,
+                    _ => return Err(bad("on or off")),
+                }
+            }
+            "lock_ttl" => {
+                let t = secs(true)?;
+                self.lock_ttl = if t.is_zero() {
+                    auto_ttl
+                } else {
+                    t.max(Duration::from_millis(1))
+                };
+            }
+            "lock_wait" => self.lock_wait = secs(true)?,
+            "on_lock_timeout" => {
+                self.on_lock_timeout = match v {
+                    "fail" => OnLockTimeout::Fail,
+                    "readonly" => OnLockTimeout::Readonly,
+                    _ => return Err(bad("'fail' or 'readonly'")),
+                }
+            }
+            "max_waiters" => {
+                self.max_waiters = v
+                    .parse()
+                    .map_err(|_| bad("an integer from 0 (no cap) to 4294967295"))?
+            }
+            "prefix" => {
+                if v.len() > 256
+                    || v.bytes()
+                        .any(|b| b.is_ascii_control() || b == b'{' || b == b'}')
+                {
+                    return Err(bad("at most 256 printable characters without '{' or '}'"));
+                }
+                self.prefix = v.to_string();
+            }
+            _ => {
+                return Err(Error::invalid(format!(
+                    "unknown session option '{}' (known: {})",
+                    name.chars().take(40).collect::<String>(),
+                    OPTION_NAMES.join(", ")
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
 /// How this request holds its session.
 #[derive(Debug)]
 pub enum Mode {
@@ -471,6 +556,35 @@ mod tests {
         assert_ne!(generate_id(32, 5).unwrap(), generate_id(32, 5).unwrap());
         assert!(generate_id(32, 3).is_err());
         assert!(generate_id(300, 4).is_err());
+    }
+
+    #[test]
+    fn options_parse_or_explain() {
+        let mut c = SessionConfig::default();
+        let auto = Duration::from_secs(45);
+        c.set("locking", "off", auto).unwrap();
+        assert!(!c.locking);
+        c.set("lock_ttl", "0", auto).unwrap();
+        assert_eq!(c.lock_ttl, auto);
+        c.set("lock_ttl", "2.5", auto).unwrap();
+        assert_eq!(c.lock_ttl, Duration::from_millis(2500));
+        c.set("on_lock_timeout", "readonly", auto).unwrap();
+        assert_eq!(c.on_lock_timeout, OnLockTimeout::Readonly);
+        c.set("max_waiters", "8", auto).unwrap();
+        assert_eq!(c.max_waiters, 8);
+        for (name, value) in [
+            ("locking", "maybe"),
+            ("lock_ttl", "-1"),
+            ("lock_wait", "NaN"),
+            ("lock_wait", "1e9"),
+            ("on_lock_timeout", "ignore"),
+            ("max_waiters", "-2"),
+            ("prefix", "a{b}"),
+            ("no_such", "1"),
+        ] {
+            let err = c.set(name, value, auto).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(_)), "{name}={value}");
+        }
     }
 
     #[test]

@@ -46,3 +46,31 @@ fn numeric(s: &str) -> Option<f64> {
         None
     }
 }
+
+/// A scalar option value (bool, int, float or string), kept as the text form that
+/// ini settings use too, so both are parsed by the same code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptionValue(pub String);
+
+impl StubLiteral for OptionValue {
+    fn stub_literal(&self) -> String {
+        self.0.stub_literal()
+    }
+}
+
+impl FromZval<'_> for OptionValue {
+    const TYPE: DataType = DataType::Mixed;
+
+    fn from_zval(zval: &Zval) -> Option<Self> {
+        if let Some(b) = zval.bool() {
+            return Some(OptionValue(if b { "1" } else { "0" }.into()));
+        }
+        if let Some(n) = zval.long() {
+            return Some(OptionValue(n.to_string()));
+        }
+        if let Some(f) = zval.double() {
+            return Some(OptionValue(f.to_string()));
+        }
+        zval.str().map(|s| OptionValue(s.to_string()))
+    }
+}

@@ -1,7 +1,7 @@
 //! ini settings: declared here, read at use (php-fpm pools may override them per
 //! pool with php_admin_value, after MINIT).
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, CStr, CString};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -17,11 +17,42 @@ pub const LOCK_PREFIX: &CStr = c"redis_lease.lock_prefix";
 pub const CONNECT_TIMEOUT: &CStr = c"redis_lease.connect_timeout";
 pub const READ_TIMEOUT: &CStr = c"redis_lease.read_timeout";
 
-pub static ENTRIES: IniEntryDefs<5> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<11> = IniEntryDefs::new([
     IniEntryDef::new(DSN, c"redis://127.0.0.1:6379", IniEntryPermission::All),
     IniEntryDef::new(LOCK_PREFIX, c"lock:", IniEntryPermission::All),
     IniEntryDef::new(CONNECT_TIMEOUT, c"1", IniEntryPermission::All),
     IniEntryDef::new(READ_TIMEOUT, c"2", IniEntryPermission::All),
+    // Defaults of the session options; see core::session::SessionConfig::set.
+    IniEntryDef::new(
+        c"redis_lease.session.locking",
+        c"1",
+        IniEntryPermission::All,
+    ),
+    IniEntryDef::new(
+        c"redis_lease.session.lock_ttl",
+        c"0",
+        IniEntryPermission::All,
+    ),
+    IniEntryDef::new(
+        c"redis_lease.session.lock_wait",
+        c"10",
+        IniEntryPermission::All,
+    ),
+    IniEntryDef::new(
+        c"redis_lease.session.on_lock_timeout",
+        c"fail",
+        IniEntryPermission::All,
+    ),
+    IniEntryDef::new(
+        c"redis_lease.session.max_waiters",
+        c"0",
+        IniEntryPermission::All,
+    ),
+    IniEntryDef::new(
+        c"redis_lease.session.prefix",
+        c"PHPREDIS_SESSION:",
+        IniEntryPermission::All,
+    ),
     IniEntryDef::end(),
 ]);
 
@@ -47,6 +78,11 @@ pub fn get(name: &CStr) -> String {
     unsafe { CStr::from_ptr(value) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// The current value of any ini setting, by name ("" when unknown).
+pub fn get_str(name: &str) -> String {
+    CString::new(name).map(|c| get(&c)).unwrap_or_default()
 }
 
 fn seconds(name: &CStr) -> Result<Duration> {

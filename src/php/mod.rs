@@ -5,6 +5,7 @@ pub mod args;
 pub mod errors;
 pub mod ini;
 pub mod lock;
+pub mod session;
 
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::prelude::*;
@@ -19,6 +20,14 @@ use crate::core::metrics::{self as core_metrics, Counter, BUCKETS, HISTOGRAMS};
 pub fn startup(_ty: i32, module_number: i32) -> i32 {
     let ok = std::panic::catch_unwind(|| {
         ext_php_rs::zend::IniEntryDef::register(ini::ENTRIES.as_slice(), module_number);
+        if !session::register_save_handler() {
+            session::warn("could not register the 'redis_lease' session save handler (is ext/session loaded?)");
+        }
+        if let Some(problem) = session::check_ini() {
+            session::warn(&format!(
+                "{problem}; sessions using redis_lease will fail until it is fixed"
+            ));
+        }
         errors::register_exceptions().is_ok()
     });
     if matches!(ok, Ok(true)) {
@@ -26,6 +35,13 @@ pub fn startup(_ty: i32, module_number: i32) -> i32 {
     } else {
         -1
     }
+}
+
+/// RINIT. Once per process, finishes the class setup that MINIT cannot do.
+pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
+    static WIDENED: std::sync::Once = std::sync::Once::new();
+    let _ = std::panic::catch_unwind(|| WIDENED.call_once(session::widen_read_return_type));
+    0
 }
 
 /// RSHUTDOWN: leases still held by this request are released here; the pool's
@@ -93,7 +109,9 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .name("redis_lease")
         .version(env!("CARGO_PKG_VERSION"))
         .class::<lock::DistributedLock>()
+        .class::<session::RedisLockingSessionHandler>()
         .function(wrap_function!(metrics))
+        .request_startup_function(request_startup)
         .request_shutdown_function(request_shutdown)
         .info_function(module_info)
 }

@@ -1,0 +1,668 @@
+//! The session handler in its two forms, which share one `Handler`:
+//! the class `RedisLockingSessionHandler` for `session_set_save_handler()`, and the
+//! native save handler `session.save_handler = redis_lease` (a `ps_module`).
+//!
+//! Redis failures and lost leases are reported the way PHP's own session handlers
+//! report them: a warning naming the cause and a failed call (session_start() or
+//! session_write_close() returns false). Only bad configuration throws.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ext_php_rs::binary::Binary;
+use ext_php_rs::convert::IntoZval;
+use ext_php_rs::ffi::{php_error_docref, zend_class_entry, zend_long, zend_string, E_WARNING};
+use ext_php_rs::flags::{ClassFlags, DataType};
+use ext_php_rs::prelude::*;
+use ext_php_rs::types::{ZendStr, Zval};
+use ext_php_rs::zend::ClassEntry;
+
+use crate::core::dsn::Endpoint;
+use crate::core::error::{Error, Result};
+use crate::core::session::{
+    short_id, Mode, Saved, Session, SessionConfig, SessionStore, OPTION_NAMES,
+};
+use crate::php::args::OptionValue;
+use crate::php::errors::php_global;
+use crate::php::ini;
+
+/// Emits a PHP warning. Call it with no Rust borrows held: a user error handler
+/// may run PHP code that calls back into us.
+pub fn warn(msg: &str) {
+    let text = CString::new(format!("redis_lease: {msg}").replace('\0', "\\0")).unwrap_or_default();
+    // SAFETY: a "%s" format with one NUL-terminated string argument.
+    unsafe {
+        php_error_docref(
+            std::ptr::null(),
+            E_WARNING as c_int,
+            c"%s".as_ptr(),
+            text.as_ptr(),
+        )
+    };
+}
+
+/// A value and, perhaps, a warning to emit once our borrows are released.
+pub struct Out<T> {
+    pub value: T,
+    pub warning: Option<String>,
+}
+
+impl<T> Out<T> {
+    fn ok(value: T) -> Out<T> {
+        Out {
+            value,
+            warning: None,
+        }
+    }
+    fn warn(value: T, warning: String) -> Out<T> {
+        Out {
+            value,
+            warning: Some(warning),
+        }
+    }
+    pub fn emit(self) -> T {
+        if let Some(w) = &self.warning {
+            warn(w);
+        }
+        self.value
+    }
+}
+
+/// The lock ttl when none is configured: max_execution_time, or 30 s when that is 0
+/// (CLI, or unlimited): a lease never lasts forever.
+fn auto_lock_ttl() -> Duration {
+    match ini::get_str("max_execution_time").trim().parse::<u64>() {
+        Ok(n) if n > 0 => Duration::from_secs(n),
+        _ => Duration::from_secs(30),
+    }
+}
+
+/// The session options as the ini settings give them.
+fn config_from_ini() -> Result<SessionConfig> {
+    let auto = auto_lock_ttl();
+    let mut config = SessionConfig {
+        lock_ttl: auto,
+        ..SessionConfig::default()
+    };
+    for name in OPTION_NAMES {
+        let setting = format!("redis_lease.session.{name}");
+        config
+            .set(name, &ini::get_str(&setting), auto)
+            .map_err(|e| Error::invalid(format!("ini setting {setting}: {e}")))?;
+    }
+    Ok(config)
+}
+
+/// Checks the session ini settings at startup, for a warning instead of a
+/// failing first request.
+pub fn check_ini() -> Option<String> {
+    config_from_ini().err().map(|e| e.to_string())
+}
+
+/// Builds a store: ini settings, then the DSN's `prefix=`, then `options`.
+fn build_store(dsn: &str, options: &[(String, String)]) -> Result<SessionStore> {
+    let endpoint = Endpoint::parse(dsn, ini::timeouts()?)?;
+    let mut config = config_from_ini()?;
+    if let Some(prefix) = &endpoint.prefix {
+        config.set("prefix", prefix, config.lock_ttl)?;
+    }
+    let auto = auto_lock_ttl();
+    for (name, value) in options {
+        config.set(name, value, auto)?;
+    }
+    Ok(SessionStore::new(Arc::new(endpoint), config))
+}
+
+fn gc_maxlifetime() -> Duration {
+    Duration::from_secs(
+        ini::get_str("session.gc_maxlifetime")
+            .trim()
+            .parse()
+            .unwrap_or(1440),
+    )
+}
+
+/// One request's session state, shared by both forms.
+pub struct Handler {
+    store: SessionStore,
+    session: Option<Session>,
+}
+
+impl Handler {
+    pub fn new(store: SessionStore) -> Handler {
+        Handler {
+            store,
+            session: None,
+        }
+    }
+
+    /// Locks and reads session `id`: `Some(data)` ("" for a new session), `None` on failure.
+    pub fn read(&mut self, id: &str) -> Out<Option<Vec<u8>>> {
+        let mut warning = self.close().warning;
+        let result = match self.store.open(id) {
+            Ok((session, data)) => {
+                if matches!(session.mode, Mode::Readonly) {
+                    warning = Some(format!(
+                        "could not lock session {} within {:.3} s (on_lock_timeout = readonly): \
+                         it is read without the lock and this request's changes will be discarded",
+                        short_id(id),
+                        self.store.config.lock_wait.as_secs_f64()
+                    ));
+                }
+                self.session = Some(session);
+                Some(data.unwrap_or_default())
+            }
+            Err(e) => {
+                warning = Some(format!("session_start() failed: {e}"));
+                None
+            }
+        };
+        Out {
+            value: result,
+            warning,
+        }
+    }
+
+    fn saved(&mut self, id: &str, what: &str, result: Result<Saved>) -> Out<bool> {
+        let lock_ttl = self.store.config.lock_ttl.as_secs_f64();
+        match result {
+            Ok(Saved::Yes) => Out::ok(true),
+            Ok(Saved::LeaseLost) => Out::warn(
+                false,
+                format!(
+                    "session {} was not {what}: this request's lock expired (lock_ttl {lock_ttl:.3} s) \
+                     and another request may have changed the session since; its data was kept",
+                    short_id(id)
+                ),
+            ),
+            Ok(Saved::Discarded) => Out::warn(
+                true,
+                format!(
+                    "session {} was not {what}: it was opened read-only after the lock wait ran out",
+                    short_id(id)
+                ),
+            ),
+            Err(e) => Out::warn(false, format!("session {} was not {what}: {e}", short_id(id))),
+        }
+    }
+
+    pub fn write(&mut self, id: &str, data: &[u8], max_lifetime: Duration) -> Out<bool> {
+        let store = &self.store;
+        let result = match &mut self.session {
+            Some(s) if s.id == id => store.write(s, data, max_lifetime),
+            _ => {
+                return Out::warn(
+                    false,
+                    format!("cannot write session {}: it is not open", short_id(id)),
+                )
+            }
+        };
+        self.saved(id, "written", result)
+    }
+
+    pub fn update_timestamp(&mut self, id: &str, max_lifetime: Duration) -> Out<bool> {
+        let store = &self.store;
+        let result = match &mut self.session {
+            Some(s) if s.id == id => store.touch(s, max_lifetime),
+            _ => {
+                return Out::warn(
+                    false,
+                    format!("cannot update session {}: it is not open", short_id(id)),
+                )
+            }
+        };
+        self.saved(id, "updated", result)
+    }
+
+    pub fn destroy(&mut self, id: &str) -> Out<bool> {
+        let store = &self.store;
+        if let Some(s) = self.session.as_mut().filter(|s| s.id == id) {
+            let result = store.destroy(s);
+            return self.saved(id, "destroyed", result);
+        }
+        // Not ours to lock (e.g. an old id): delete it outright.
+        match self.store.delete(id) {
+            Ok(()) => Out::ok(true),
+            Err(e) => Out::warn(
+                false,
+                format!("session {} was not destroyed: {e}", short_id(id)),
+            ),
+        }
+    }
+
+    /// Unlocks without writing, if still locked.
+    pub fn close(&mut self) -> Out<bool> {
+        let Some(mut s) = self.session.take() else {
+            return Out::ok(true);
+        };
+        match self.store.close(&mut s) {
+            Ok(true) => Out::ok(true),
+            // The lease had run out already: nothing of ours to free.
+            Ok(false) => Out::ok(true),
+            Err(e) => Out::warn(
+                false,
+                format!("could not unlock session {}: {e}", short_id(&s.id)),
+            ),
+        }
+    }
+
+    pub fn create_sid(&mut self) -> Out<Option<String>> {
+        let length = ini::get_str("session.sid_length")
+            .trim()
+            .parse()
+            .unwrap_or(32);
+        let bits = ini::get_str("session.sid_bits_per_character")
+            .trim()
+            .parse()
+            .unwrap_or(4);
+        match self.store.create_id(length, bits) {
+            Ok(id) => Out::ok(Some(id)),
+            Err(e) => Out::warn(None, format!("could not create a session id: {e}")),
+        }
+    }
+
+    pub fn validate_id(&mut self, id: &str) -> Out<bool> {
+        match self.store.exists(id) {
+            Ok(found) => Out::ok(found),
+            Err(e) => Out::warn(
+                false,
+                format!("could not check session id {}: {e}", short_id(id)),
+            ),
+        }
+    }
+}
+
+/// `string|false` for `read()`: declared as `string`, which the interface accepts
+/// as compatible; the startup code widens it to `string|false` once the class is
+/// registered (see `widen_read_return_type`).
+pub struct ReadResult(Option<Vec<u8>>);
+
+impl IntoZval for ReadResult {
+    const TYPE: DataType = DataType::String;
+    const NULLABLE: bool = false;
+
+    fn set_zval(self, zv: &mut Zval, _persistent: bool) -> ext_php_rs::error::Result<()> {
+        match self.0 {
+            Some(bytes) => zv.set_zend_string(ZendStr::new(bytes, false)),
+            None => zv.set_bool(false),
+        }
+        Ok(())
+    }
+}
+
+fn session_ce(symbol: &CStr) -> &'static ClassEntry {
+    php_global::<*mut zend_class_entry>(symbol)
+        // SAFETY: ext/session's exported class-entry pointers, set in its MINIT,
+        // which runs before ours (session is compiled into PHP on Debian and in
+        // the official images; elsewhere load it first).
+        .and_then(|slot| unsafe { (*slot).cast::<ClassEntry>().as_ref() })
+        .expect("ext/session must be loaded before redis_lease")
+}
+fn session_iface() -> &'static ClassEntry {
+    session_ce(c"php_session_iface_entry")
+}
+fn session_id_iface() -> &'static ClassEntry {
+    session_ce(c"php_session_id_iface_entry")
+}
+fn session_ts_iface() -> &'static ClassEntry {
+    session_ce(c"php_session_update_timestamp_iface_entry")
+}
+
+/// Sessions in Redis with a lease-based lock per session. See the stub for the options.
+#[php_class]
+#[php(name = "RedisLockingSessionHandler")]
+#[php(flags = ClassFlags::Final)]
+#[php(implements(ce = session_iface, stub = "\\SessionHandlerInterface"))]
+#[php(implements(ce = session_id_iface, stub = "\\SessionIdInterface"))]
+#[php(implements(ce = session_ts_iface, stub = "\\SessionUpdateTimestampHandlerInterface"))]
+pub struct RedisLockingSessionHandler {
+    handler: RefCell<Handler>,
+}
+
+impl RedisLockingSessionHandler {
+    fn with<T>(&self, f: impl FnOnce(&mut Handler) -> Out<T>) -> T {
+        let out = f(&mut self.handler.borrow_mut());
+        out.emit()
+    }
+}
+
+#[php_impl]
+impl RedisLockingSessionHandler {
+    #[php(defaults(options = std::collections::HashMap::new()))]
+    pub fn __construct(
+        dsn: Option<String>,
+        options: std::collections::HashMap<String, OptionValue>,
+    ) -> PhpResult<Self> {
+        let dsn = dsn.unwrap_or_else(|| ini::get(ini::DSN));
+        let mut pairs: Vec<(String, String)> = options.into_iter().map(|(k, v)| (k, v.0)).collect();
+        pairs.sort();
+        let store = build_store(&dsn, &pairs).map_err(|e| match e {
+            Error::InvalidArgument(m) => {
+                Error::InvalidArgument(format!("RedisLockingSessionHandler::__construct(): {m}"))
+            }
+            other => other,
+        })?;
+        Ok(RedisLockingSessionHandler {
+            handler: RefCell::new(Handler::new(store)),
+        })
+    }
+
+    pub fn open(&self, path: String, name: String) -> bool {
+        let _ = (path, name);
+        true
+    }
+
+    pub fn close(&self) -> bool {
+        self.with(Handler::close)
+    }
+
+    pub fn read(&self, id: String) -> ReadResult {
+        ReadResult(self.with(|h| h.read(&id)))
+    }
+
+    pub fn write(&self, id: String, data: Binary<u8>) -> bool {
+        let data: Vec<u8> = data.into();
+        self.with(|h| h.write(&id, &data, gc_maxlifetime()))
+    }
+
+    pub fn destroy(&self, id: String) -> bool {
+        self.with(|h| h.destroy(&id))
+    }
+
+    /// Redis expires sessions by their ttl: nothing to collect.
+    pub fn gc(&self, max_lifetime: i64) -> i64 {
+        let _ = max_lifetime;
+        0
+    }
+
+    #[php(name = "create_sid")]
+    pub fn create_sid(&self) -> PhpResult<String> {
+        self.with(Handler::create_sid).ok_or_else(|| {
+            Error::Connection("could not create a session id; see the warning".into()).into()
+        })
+    }
+
+    pub fn validate_id(&self, id: String) -> bool {
+        self.with(|h| h.validate_id(&id))
+    }
+
+    pub fn update_timestamp(&self, id: String, data: Binary<u8>) -> bool {
+        let _ = data;
+        self.with(|h| h.update_timestamp(&id, gc_maxlifetime()))
+    }
+}
+
+/// Widens `RedisLockingSessionHandler::read()`'s declared return type from `string`
+/// to `string|false`, as the interface has it. ext-php-rs cannot declare unions,
+/// and the class must first pass the interface check with the narrower type.
+pub fn widen_read_return_type() {
+    use ext_php_rs::class::RegisteredClass;
+    use ext_php_rs::ffi::{zend_function, zend_hash_str_find_ptr_lc};
+    let meta = RedisLockingSessionHandler::get_metadata();
+    if !meta.has_ce() {
+        return;
+    }
+    let ce = meta.ce();
+    // SAFETY: the class is registered; its function table holds internal functions
+    // whose arg_info[-1] is the return type, in memory owned by the engine for the
+    // life of the process.
+    unsafe {
+        let f = zend_hash_str_find_ptr_lc(&ce.function_table, c"read".as_ptr(), 4)
+            .cast::<zend_function>();
+        if let Some(f) = f.as_mut() {
+            let info = f.internal_function.arg_info;
+            if !info.is_null() {
+                (*info.offset(-1)).type_.type_mask |= 1 << ext_php_rs::ffi::IS_FALSE;
+            }
+        }
+    }
+}
+
+// ---- The native save handler: session.save_handler = redis_lease ----
+
+const SUCCESS: c_int = 0;
+const FAILURE: c_int = -1;
+
+type ModData = *mut *mut c_void;
+
+#[repr(C)]
+pub struct PsModule {
+    s_name: *const c_char,
+    s_open: unsafe extern "C" fn(ModData, *const c_char, *const c_char) -> c_int,
+    s_close: unsafe extern "C" fn(ModData) -> c_int,
+    s_read:
+        unsafe extern "C" fn(ModData, *mut zend_string, *mut *mut zend_string, zend_long) -> c_int,
+    s_write: unsafe extern "C" fn(ModData, *mut zend_string, *mut zend_string, zend_long) -> c_int,
+    s_destroy: unsafe extern "C" fn(ModData, *mut zend_string) -> c_int,
+    s_gc: unsafe extern "C" fn(ModData, zend_long, *mut zend_long) -> zend_long,
+    s_create_sid: unsafe extern "C" fn(ModData) -> *mut zend_string,
+    s_validate_sid: unsafe extern "C" fn(ModData, *mut zend_string) -> c_int,
+    s_update_timestamp:
+        unsafe extern "C" fn(ModData, *mut zend_string, *mut zend_string, zend_long) -> c_int,
+}
+
+// SAFETY: immutable after construction; PHP only reads it.
+unsafe impl Sync for PsModule {}
+
+static PS_MODULE: PsModule = PsModule {
+    s_name: c"redis_lease".as_ptr(),
+    s_open: ps_open,
+    s_close: ps_close,
+    s_read: ps_read,
+    s_write: ps_write,
+    s_destroy: ps_destroy,
+    s_gc: ps_gc,
+    s_create_sid: ps_create_sid,
+    s_validate_sid: ps_validate_sid,
+    s_update_timestamp: ps_update_timestamp,
+};
+
+/// Registers the native save handler with ext/session; called from MINIT.
+pub fn register_save_handler() -> bool {
+    type Register = unsafe extern "C" fn(*const PsModule) -> c_int;
+    match php_global::<c_void>(c"php_session_register_module") {
+        Some(f) => {
+            // SAFETY: PHPAPI zend_result php_session_register_module(const ps_module *).
+            let register = unsafe { std::mem::transmute::<*mut c_void, Register>(f) };
+            // SAFETY: PS_MODULE lives for the whole process.
+            unsafe { register(&PS_MODULE) == SUCCESS }
+        }
+        None => false,
+    }
+}
+
+/// Runs a callback body, turning a panic into a warning and `failed`: these are
+/// raw C callbacks, where an unwinding panic would abort the process.
+fn guarded<T>(failed: T, f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(_) => {
+            warn("internal error in the session handler (a Rust panic); the session call failed");
+            failed
+        }
+    }
+}
+
+/// The handler that ps_open put in `mod_data`.
+///
+/// # Safety
+/// `mod_data` must be the pointer ext/session passes to its callbacks.
+unsafe fn handler<'a>(mod_data: ModData) -> Option<&'a mut Handler> {
+    if mod_data.is_null() {
+        return None;
+    }
+    // SAFETY: set by ps_open to a leaked Box<Handler>, freed only by ps_close.
+    unsafe { (*mod_data).cast::<Handler>().as_mut() }
+}
+
+/// # Safety
+/// `s` must be null or a valid zend_string.
+unsafe fn zstr<'a>(s: *mut zend_string) -> Option<&'a [u8]> {
+    // SAFETY: per the contract above.
+    unsafe { s.cast::<ZendStr>().as_ref() }.map(|z| z.as_bytes())
+}
+
+fn id_str(bytes: &[u8]) -> &str {
+    // Ids are checked against PHP's id alphabet later; invalid UTF-8 fails that check.
+    std::str::from_utf8(bytes).unwrap_or("\u{fffd}")
+}
+
+fn status(ok: bool) -> c_int {
+    if ok {
+        SUCCESS
+    } else {
+        FAILURE
+    }
+}
+
+unsafe extern "C" fn ps_open(
+    mod_data: ModData,
+    save_path: *const c_char,
+    _name: *const c_char,
+) -> c_int {
+    guarded(FAILURE, || {
+        let path = if save_path.is_null() {
+            String::new()
+        } else {
+            // SAFETY: ext/session passes a NUL-terminated string.
+            unsafe { CStr::from_ptr(save_path) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let dsn = if path.trim().is_empty() {
+            ini::get(ini::DSN)
+        } else {
+            path
+        };
+        match build_store(&dsn, &[]) {
+            Ok(store) => {
+                // ext/session calls write and close only when mod_data is set.
+                // SAFETY: mod_data is ext/session's PS(mod_data) slot.
+                unsafe { *mod_data = Box::into_raw(Box::new(Handler::new(store))).cast() };
+                SUCCESS
+            }
+            Err(e) => {
+                warn(&format!(
+                    "cannot open the session store (session.save_path): {e}"
+                ));
+                FAILURE
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn ps_close(mod_data: ModData) -> c_int {
+    guarded(FAILURE, || {
+        if mod_data.is_null() || unsafe { (*mod_data).is_null() } {
+            return SUCCESS;
+        }
+        // SAFETY: the Box leaked by ps_open; reclaimed once, then the slot is cleared.
+        let mut h = unsafe { Box::from_raw((*mod_data).cast::<Handler>()) };
+        unsafe { *mod_data = std::ptr::null_mut() };
+        status(h.close().emit())
+    })
+}
+
+unsafe extern "C" fn ps_read(
+    mod_data: ModData,
+    key: *mut zend_string,
+    val: *mut *mut zend_string,
+    _maxlifetime: zend_long,
+) -> c_int {
+    guarded(FAILURE, || {
+        let (Some(h), Some(id)) = (unsafe { handler(mod_data) }, unsafe { zstr(key) }) else {
+            return FAILURE;
+        };
+        match h.read(id_str(id)).emit() {
+            Some(data) => {
+                // SAFETY: val is ext/session's out-parameter; it takes ownership.
+                unsafe {
+                    *val = ZendStr::new(data, false).into_raw() as *mut ZendStr as *mut zend_string
+                };
+                SUCCESS
+            }
+            None => FAILURE,
+        }
+    })
+}
+
+unsafe extern "C" fn ps_write(
+    mod_data: ModData,
+    key: *mut zend_string,
+    val: *mut zend_string,
+    maxlifetime: zend_long,
+) -> c_int {
+    guarded(FAILURE, || {
+        let (Some(h), Some(id), Some(data)) =
+            (unsafe { handler(mod_data) }, unsafe { zstr(key) }, unsafe {
+                zstr(val)
+            })
+        else {
+            return FAILURE;
+        };
+        status(h.write(id_str(id), data, lifetime(maxlifetime)).emit())
+    })
+}
+
+unsafe extern "C" fn ps_destroy(mod_data: ModData, key: *mut zend_string) -> c_int {
+    guarded(FAILURE, || {
+        let (Some(h), Some(id)) = (unsafe { handler(mod_data) }, unsafe { zstr(key) }) else {
+            return FAILURE;
+        };
+        status(h.destroy(id_str(id)).emit())
+    })
+}
+
+unsafe extern "C" fn ps_gc(
+    _mod_data: ModData,
+    _maxlifetime: zend_long,
+    nrdels: *mut zend_long,
+) -> zend_long {
+    // Redis expires sessions by their ttl.
+    if !nrdels.is_null() {
+        // SAFETY: ext/session's out-parameter.
+        unsafe { *nrdels = 0 };
+    }
+    0
+}
+
+unsafe extern "C" fn ps_create_sid(mod_data: ModData) -> *mut zend_string {
+    guarded(std::ptr::null_mut(), || {
+        let Some(h) = (unsafe { handler(mod_data) }) else {
+            return std::ptr::null_mut();
+        };
+        match h.create_sid().emit() {
+            Some(id) => ZendStr::new(id, false).into_raw() as *mut ZendStr as *mut zend_string,
+            None => std::ptr::null_mut(),
+        }
+    })
+}
+
+unsafe extern "C" fn ps_validate_sid(mod_data: ModData, key: *mut zend_string) -> c_int {
+    guarded(FAILURE, || {
+        let (Some(h), Some(id)) = (unsafe { handler(mod_data) }, unsafe { zstr(key) }) else {
+            return FAILURE;
+        };
+        status(h.validate_id(id_str(id)).emit())
+    })
+}
+
+unsafe extern "C" fn ps_update_timestamp(
+    mod_data: ModData,
+    key: *mut zend_string,
+    _val: *mut zend_string,
+    maxlifetime: zend_long,
+) -> c_int {
+    guarded(FAILURE, || {
+        let (Some(h), Some(id)) = (unsafe { handler(mod_data) }, unsafe { zstr(key) }) else {
+            return FAILURE;
+        };
+        status(h.update_timestamp(id_str(id), lifetime(maxlifetime)).emit())
+    })
+}
+
+fn lifetime(maxlifetime: zend_long) -> Duration {
+    Duration::from_secs(maxlifetime.max(1) as u64)
+}
