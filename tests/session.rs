@@ -312,3 +312,35 @@ fn touch_destroy_exists_and_new_ids() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn a_sessions_keys_share_one_cluster_slot_with_phpredis_data_key() {
+    // A cluster-enabled node answers CLUSTER KEYSLOT even before it has slots.
+    let server = RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ]);
+    let mut raw = server.conn();
+    let mut slot = |key: &str| -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut raw)
+            .unwrap()
+    };
+    let id = "k3jd82hs0a9sdf";
+    let data = slot(&format!("PHPREDIS_SESSION:{id}"));
+    for suffix in [":lock", ":lock:wake", ":lock:waiters"] {
+        assert_eq!(
+            slot(&format!("{{PHPREDIS_SESSION:{id}}}{suffix}")),
+            data,
+            "{suffix}"
+        );
+    }
+    let lock = slot("lock:{orders}");
+    for suffix in [":fence", ":wake", ":waiters", ":void:0123"] {
+        assert_eq!(slot(&format!("lock:{{orders}}{suffix}")), lock, "{suffix}");
+    }
+}
