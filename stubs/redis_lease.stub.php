@@ -218,17 +218,28 @@ namespace RedisLease {
     class LockLostException extends LeaseException {}
 
     /**
-     * This process's counters and timing histograms.
+     * Counters and timing histograms, of this process or of the whole php-fpm pool.
      *
      * Counters: lock_acquired, lock_contended, lock_busy (acquire gave up), lock_released,
      * lock_lost (release or refresh found the lease gone), lock_renewals, session_locked,
      * session_contended, session_lock_timeouts, session_too_many_waiters, session_lost (write or
      * unlock rejected: lease expired), session_readonly, wakeups, connects, connection_errors,
      * retries, uncertain_resolved. Histograms lock_wait_seconds, lock_hold_seconds,
-     * session_wait_seconds and session_hold_seconds, each `['count' => int, 'sum' => float, 'buckets' => ['0.0005' => int, ..., '+Inf' => int]]`
+     * session_wait_seconds and session_hold_seconds, each
+     * `['count' => int, 'sum' => float, 'buckets' => ['0.0005' => int, ..., '+Inf' => int]]`
      * with cumulative bucket counts.
      *
+     * @param bool $server false: this process. true: every worker forked from the same php-fpm
+     *        master (kept in shared memory, no Redis round trip); in the CLI, this process and
+     *        its pcntl_fork() children.
      * @return array<string, int|array{count: int, sum: float, buckets: array<string, int>}>
      */
-    function metrics(): array {}
+    function metrics(bool $server = false): array {}
+
+    /**
+     * The same values as metrics(server: true), in Prometheus's text exposition format
+     * (names prefixed `redis_lease_`), to serve from a small endpoint:
+     * `header('Content-Type: text/plain; version=0.0.4'); echo RedisLease\prometheus_metrics();`
+     */
+    function prometheus_metrics(): string {}
 }

@@ -20,7 +20,7 @@ use redis::{ErrorKind, FromRedisValue, Value};
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
-use crate::core::metrics::{self, Counter};
+use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pool::{connection_error, Conn};
 use crate::core::scripts;
 
@@ -325,7 +325,7 @@ impl Lease {
                 if waited.contended {
                     metrics::incr(Counter::LockContended);
                 }
-                metrics::LOCK_WAIT.observe(started.elapsed());
+                metrics::observe(Timing::LockWait, started.elapsed());
                 Ok(Some(hold))
             }
             None => {
@@ -437,7 +437,7 @@ impl Lease {
         };
         if released {
             metrics::incr(Counter::LockReleased);
-            metrics::LOCK_HOLD.observe(hold.acquired_at.elapsed());
+            metrics::observe(Timing::LockHold, hold.acquired_at.elapsed());
         } else {
             metrics::incr(Counter::LockLost);
         }

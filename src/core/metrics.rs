@@ -1,25 +1,29 @@
-//! Per-process counters and timing histograms for operators.
+//! Counters and timing histograms for operators, per process and per server.
 //!
-//! Plain atomics: recording costs a few nanoseconds and no Redis round trip.
-//! Aggregation across php-fpm workers builds on these snapshots.
+//! Recording is a few relaxed atomic additions: no lock, no Redis round trip.
+//! Each value is kept twice: in this process's own set, and in a set in shared
+//! memory that `share_with_children()` maps before php-fpm forks its workers, so
+//! one scrape of any worker sees the whole pool.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::fmt::Write as _;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::time::Duration;
 
-macro_rules! counters {
-    ($($variant:ident => $name:literal, $help:literal;)*) => {
+macro_rules! named {
+    ($enum:ident { $($variant:ident => $name:literal, $help:literal;)* }) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum Counter { $($variant),* }
+        pub enum $enum { $($variant),* }
 
-        impl Counter {
-            pub const ALL: &'static [Counter] = &[$(Counter::$variant),*];
-            pub fn name(self) -> &'static str { match self { $(Counter::$variant => $name),* } }
-            pub fn help(self) -> &'static str { match self { $(Counter::$variant => $help),* } }
+        impl $enum {
+            pub const ALL: &'static [$enum] = &[$($enum::$variant),*];
+            pub fn name(self) -> &'static str { match self { $($enum::$variant => $name),* } }
+            pub fn help(self) -> &'static str { match self { $($enum::$variant => $help),* } }
         }
     };
 }
 
-counters! {
+named!(Counter {
     LockAcquired => "lock_acquired", "Locks acquired.";
     LockContended => "lock_contended", "Acquisitions that found the lock held at least once.";
     LockBusy => "lock_busy", "Acquire calls that gave up because another holder kept the lock (failed acquisitions).";
@@ -37,100 +41,207 @@ counters! {
     ConnectionErrors => "connection_errors", "Connections refused, timed out, broken, or error replies.";
     Retries => "retries", "Commands retried on a fresh connection after an uncertain failure.";
     UncertainResolved => "uncertain_resolved", "Uncertain outcomes resolved by asking Redis again.";
-}
+});
 
-static COUNTERS: [AtomicU64; Counter::ALL.len()] =
-    [const { AtomicU64::new(0) }; Counter::ALL.len()];
-
-pub fn incr(c: Counter) {
-    COUNTERS[c as usize].fetch_add(1, Ordering::Relaxed);
-}
-
-pub fn get(c: Counter) -> u64 {
-    COUNTERS[c as usize].load(Ordering::Relaxed)
-}
+named!(Timing {
+    LockWait => "lock_wait_seconds", "Time from acquire() to holding the lock.";
+    LockHold => "lock_hold_seconds", "Time a lock was held, until release.";
+    SessionWait => "session_wait_seconds", "Time from session open to holding its lock.";
+    SessionHold => "session_hold_seconds", "Time a session lock was held, until save or close.";
+});
 
 /// Upper bounds of the histogram buckets, in seconds: from a loopback round trip
 /// to a slow request.
-pub const BUCKETS: [f64; 12] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0,
-];
+pub const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0];
 
-pub struct Histogram {
-    pub name: &'static str,
-    pub help: &'static str,
-    buckets: [AtomicU64; BUCKETS.len() + 1],
-    sum_micros: AtomicU64,
+const NC: usize = Counter::ALL.len();
+const NT: usize = Timing::ALL.len();
+const NB: usize = BUCKETS.len() + 1;
+
+/// One set of values. `repr(C)` and atomics only: it may live in shared memory.
+#[repr(C)]
+struct Set {
+    counters: [AtomicU64; NC],
+    buckets: [[AtomicU64; NB]; NT],
+    sum_micros: [AtomicU64; NT],
 }
 
-impl Histogram {
-    const fn new(name: &'static str, help: &'static str) -> Self {
-        Histogram {
-            name,
-            help,
-            buckets: [const { AtomicU64::new(0) }; BUCKETS.len() + 1],
-            sum_micros: AtomicU64::new(0),
+impl Set {
+    const fn new() -> Set {
+        Set {
+            counters: [const { AtomicU64::new(0) }; NC],
+            buckets: [const { [const { AtomicU64::new(0) }; NB] }; NT],
+            sum_micros: [const { AtomicU64::new(0) }; NT],
         }
     }
+}
 
-    pub fn observe(&self, d: Duration) {
-        let secs = d.as_secs_f64();
-        let i = BUCKETS
-            .iter()
-            .position(|&b| secs <= b)
-            .unwrap_or(BUCKETS.len());
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        self.sum_micros
-            .fetch_add(d.as_micros() as u64, Ordering::Relaxed);
+static LOCAL: Set = Set::new();
+static SHARED: AtomicPtr<Set> = AtomicPtr::new(null_mut());
+
+fn sets() -> impl Iterator<Item = &'static Set> {
+    // SAFETY: SHARED is null or a mapping made once by share_with_children() and
+    // never unmapped; Set is plain atomics, valid when zero-filled.
+    std::iter::once(&LOCAL).chain(unsafe { SHARED.load(Ordering::Acquire).as_ref() })
+}
+
+/// Maps a shared set that forked children keep writing to. Call it once, in the
+/// parent, before it forks (php-fpm's MINIT runs in the master). Without it the
+/// server view is this process's own.
+pub fn share_with_children() -> bool {
+    if !SHARED.load(Ordering::Acquire).is_null() {
+        return true;
     }
-
-    /// Cumulative counts per bucket (the last one is +Inf), as Prometheus wants them.
-    pub fn cumulative(&self) -> Vec<u64> {
-        let mut total = 0;
-        self.buckets
-            .iter()
-            .map(|b| {
-                total += b.load(Ordering::Relaxed);
-                total
-            })
-            .collect()
+    // SAFETY: an anonymous shared mapping of our size; zero-filled, which is a
+    // valid Set (all counters 0).
+    let p = unsafe {
+        libc::mmap(
+            null_mut(),
+            std::mem::size_of::<Set>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
     }
+    SHARED.store(p.cast(), Ordering::Release);
+    true
+}
 
-    pub fn sum_seconds(&self) -> f64 {
-        self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6
+pub fn incr(c: Counter) {
+    for s in sets() {
+        s.counters[c as usize].fetch_add(1, Ordering::Relaxed);
     }
 }
 
-pub static LOCK_WAIT: Histogram = Histogram::new(
-    "lock_wait_seconds",
-    "Time from acquire() to holding the lock.",
-);
-pub static LOCK_HOLD: Histogram =
-    Histogram::new("lock_hold_seconds", "Time a lock was held, until release.");
-pub static SESSION_WAIT: Histogram = Histogram::new(
-    "session_wait_seconds",
-    "Time from session open to holding its lock.",
-);
-pub static SESSION_HOLD: Histogram = Histogram::new(
-    "session_hold_seconds",
-    "Time a session lock was held, until save or close.",
-);
-pub static HISTOGRAMS: [&Histogram; 4] = [&LOCK_WAIT, &LOCK_HOLD, &SESSION_WAIT, &SESSION_HOLD];
+pub fn observe(t: Timing, d: Duration) {
+    let secs = d.as_secs_f64();
+    let i = BUCKETS.iter().position(|&b| secs <= b).unwrap_or(BUCKETS.len());
+    for s in sets() {
+        s.buckets[t as usize][i].fetch_add(1, Ordering::Relaxed);
+        s.sum_micros[t as usize].fetch_add(d.as_micros() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Which values to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// This process alone.
+    Process,
+    /// Every process forked from the one that called `share_with_children()`.
+    Server,
+}
+
+/// The values of a histogram, as Prometheus wants them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistogramSnapshot {
+    /// Cumulative count per bucket of `BUCKETS`, then +Inf (the total).
+    pub cumulative: Vec<u64>,
+    pub sum_seconds: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub counters: Vec<(Counter, u64)>,
+    pub timings: Vec<(Timing, HistogramSnapshot)>,
+}
+
+pub fn snapshot(scope: Scope) -> Snapshot {
+    let set = match scope {
+        Scope::Process => &LOCAL,
+        // SAFETY: as in sets().
+        Scope::Server => unsafe { SHARED.load(Ordering::Acquire).as_ref() }.unwrap_or(&LOCAL),
+    };
+    let counters = Counter::ALL
+        .iter()
+        .map(|&c| (c, set.counters[c as usize].load(Ordering::Relaxed)))
+        .collect();
+    let timings = Timing::ALL
+        .iter()
+        .map(|&t| {
+            let mut total = 0;
+            let cumulative = set.buckets[t as usize]
+                .iter()
+                .map(|b| {
+                    total += b.load(Ordering::Relaxed);
+                    total
+                })
+                .collect();
+            let sum_seconds = set.sum_micros[t as usize].load(Ordering::Relaxed) as f64 / 1e6;
+            (t, HistogramSnapshot { cumulative, sum_seconds })
+        })
+        .collect();
+    Snapshot { counters, timings }
+}
+
+/// This process's value of one counter.
+pub fn get(c: Counter) -> u64 {
+    LOCAL.counters[c as usize].load(Ordering::Relaxed)
+}
+
+/// The snapshot in Prometheus's text exposition format, names prefixed `redis_lease_`.
+pub fn prometheus(s: &Snapshot) -> String {
+    let mut out = String::new();
+    for (c, v) in &s.counters {
+        let name = format!("redis_lease_{}_total", c.name());
+        let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} counter\n{name} {v}", c.help());
+    }
+    for (t, h) in &s.timings {
+        let name = format!("redis_lease_{}", t.name());
+        let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} histogram", t.help());
+        for (bound, count) in BUCKETS.iter().zip(&h.cumulative) {
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
+        }
+        let total = h.cumulative.last().copied().unwrap_or(0);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {total}");
+        let _ = writeln!(out, "{name}_sum {}", h.sum_seconds);
+        let _ = writeln!(out, "{name}_count {total}");
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn histogram_buckets_are_cumulative() {
-        let h = Histogram::new("t", "t");
-        h.observe(Duration::from_micros(100));
-        h.observe(Duration::from_millis(3));
-        h.observe(Duration::from_secs(60));
-        let c = h.cumulative();
-        assert_eq!(c[0], 1);
-        assert_eq!(c[3], 2);
-        assert_eq!(*c.last().unwrap(), 3);
-        assert!((h.sum_seconds() - 60.0031).abs() < 1e-9);
+    fn histograms_are_cumulative_and_exported() {
+        let before = snapshot(Scope::Process);
+        observe(Timing::SessionHold, Duration::from_micros(100));
+        observe(Timing::SessionHold, Duration::from_millis(3));
+        observe(Timing::SessionHold, Duration::from_secs(60));
+        let after = snapshot(Scope::Process);
+        let h = |s: &Snapshot| s.timings[Timing::SessionHold as usize].1.clone();
+        let (b, a) = (h(&before), h(&after));
+        assert_eq!(a.cumulative[0] - b.cumulative[0], 1);
+        assert_eq!(a.cumulative[3] - b.cumulative[3], 2);
+        assert_eq!(a.cumulative.last().unwrap() - b.cumulative.last().unwrap(), 3);
+        assert!((a.sum_seconds - b.sum_seconds - 60.0031).abs() < 1e-6);
+        let text = prometheus(&after);
+        assert!(text.contains("# TYPE redis_lease_session_hold_seconds histogram"));
+        assert!(text.contains("redis_lease_session_hold_seconds_bucket{le=\"+Inf\"}"));
+        assert!(text.contains("# TYPE redis_lease_lock_acquired_total counter"));
+    }
+
+    #[test]
+    fn a_forked_child_counts_into_the_shared_set() {
+        assert!(share_with_children());
+        let before = snapshot(Scope::Server).counters[Counter::Retries as usize].1;
+        // SAFETY: the child only does atomic adds and _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            incr(Counter::Retries);
+            incr(Counter::Retries);
+            unsafe { libc::_exit(0) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let after = snapshot(Scope::Server).counters[Counter::Retries as usize].1;
+        assert!(after - before >= 2, "the parent sees the child's counts: {before} -> {after}");
     }
 }

@@ -17,7 +17,7 @@ use redis::{FromRedisValue, Value};
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::lease::{millis, unresolved, Attempt, Failure, Hold, Lease, LeaseKeys, Token};
-use crate::core::metrics::{self, Counter};
+use crate::core::metrics::{self, Counter, Timing};
 use crate::core::scripts;
 
 /// phpredis's default key prefix, so sessions survive a switch from it.
@@ -227,7 +227,7 @@ impl SessionStore {
                 if waited.contended {
                     metrics::incr(Counter::SessionContended);
                 }
-                metrics::SESSION_WAIT.observe(started.elapsed());
+                metrics::observe(Timing::SessionWait, started.elapsed());
                 Ok((session(Mode::Locked(hold)), data))
             }
             None => {
@@ -386,7 +386,7 @@ impl SessionStore {
                 })? == 1;
                 s.mode = Mode::Done;
                 if ok {
-                    metrics::SESSION_HOLD.observe(hold.acquired_at.elapsed());
+                    metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
                     Ok(Saved::Yes)
                 } else {
                     metrics::incr(Counter::SessionLost);
@@ -426,7 +426,7 @@ impl SessionStore {
             Mode::Locked(hold) => {
                 let freed = s.lease.release_token(&hold.token)?;
                 if freed {
-                    metrics::SESSION_HOLD.observe(hold.acquired_at.elapsed());
+                    metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
                 } else {
                     metrics::incr(Counter::SessionLost);
                 }

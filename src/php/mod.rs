@@ -14,7 +14,7 @@ use ext_php_rs::zend::ModuleEntry;
 use ext_php_rs::{info_table_end, info_table_header, info_table_row, info_table_start};
 
 use crate::core::dsn::Endpoint;
-use crate::core::metrics::{self as core_metrics, Counter, BUCKETS, HISTOGRAMS};
+use crate::core::metrics::{self as core_metrics, Scope, Snapshot, BUCKETS};
 
 /// MINIT. Runs in the php-fpm master before it forks: no sockets, no threads here.
 pub fn startup(_ty: i32, module_number: i32) -> i32 {
@@ -23,6 +23,8 @@ pub fn startup(_ty: i32, module_number: i32) -> i32 {
         if !session::register_save_handler() {
             session::warn("could not register the 'redis_lease' session save handler (is ext/session loaded?)");
         }
+        // Before php-fpm forks its workers: they all count into one shared set.
+        core_metrics::share_with_children();
         if let Some(problem) = session::check_ini() {
             session::warn(&format!(
                 "{problem}; sessions using redis_lease will fail until it is fixed"
@@ -67,39 +69,51 @@ pub extern "C" fn module_info(_module: *mut ModuleEntry) {
         info_table_row!("Read timeout (s)", ini::get(ini::READ_TIMEOUT));
         info_table_end!();
         info_table_start!();
-        info_table_header!("Metric (this process)", "Value");
-        for c in Counter::ALL {
-            info_table_row!(c.name(), core_metrics::get(*c).to_string());
+        info_table_header!("Metric", "This process", "All workers");
+        let server = core_metrics::snapshot(Scope::Server);
+        for (c, all) in &server.counters {
+            info_table_row!(c.name(), core_metrics::get(*c).to_string(), all.to_string());
         }
         info_table_end!();
     });
 }
 
-/// `RedisLease\metrics()`: this process's counters and histograms.
-/// Counters by name, and per histogram `['count' => int, 'sum' => float,
-/// 'buckets' => ['0.001' => cumulative count, ..., '+Inf' => count]]`.
-#[php_function]
-#[php(name = "RedisLease\\metrics")]
-pub fn metrics() -> PhpResult<ZBox<ZendHashTable>> {
+fn snapshot_array(snapshot: &Snapshot) -> PhpResult<ZBox<ZendHashTable>> {
     let mut out = ZendHashTable::new();
-    for c in Counter::ALL {
-        out.insert(c.name(), core_metrics::get(*c) as i64)?;
+    for (c, v) in &snapshot.counters {
+        out.insert(c.name(), *v as i64)?;
     }
-    for h in HISTOGRAMS {
-        let cumulative = h.cumulative();
+    for (t, h) in &snapshot.timings {
         let mut buckets = ZendHashTable::new();
-        for (bound, count) in BUCKETS.iter().zip(&cumulative) {
+        for (bound, count) in BUCKETS.iter().zip(&h.cumulative) {
             buckets.insert(bound.to_string().as_str(), *count as i64)?;
         }
-        let total = *cumulative.last().unwrap_or(&0) as i64;
+        let total = h.cumulative.last().copied().unwrap_or(0) as i64;
         buckets.insert("+Inf", total)?;
         let mut entry = ZendHashTable::new();
         entry.insert("count", total)?;
-        entry.insert("sum", h.sum_seconds())?;
+        entry.insert("sum", h.sum_seconds)?;
         entry.insert("buckets", buckets)?;
-        out.insert(h.name, entry)?;
+        out.insert(t.name(), entry)?;
     }
     Ok(out)
+}
+
+/// `RedisLease\metrics()`: counters by name, and per histogram `['count' => int,
+/// 'sum' => float, 'buckets' => ['0.0005' => cumulative count, ..., '+Inf' => count]]`;
+/// of this process, or with `$server` of every worker of this php-fpm master.
+#[php_function]
+#[php(name = "RedisLease\\metrics")]
+#[php(defaults(server = false))]
+pub fn metrics(server: bool) -> PhpResult<ZBox<ZendHashTable>> {
+    snapshot_array(&core_metrics::snapshot(if server { Scope::Server } else { Scope::Process }))
+}
+
+/// `RedisLease\prometheus_metrics()`: every worker's metrics in Prometheus's text format.
+#[php_function]
+#[php(name = "RedisLease\\prometheus_metrics")]
+pub fn prometheus_metrics() -> String {
+    core_metrics::prometheus(&core_metrics::snapshot(Scope::Server))
 }
 
 #[php_module]
@@ -111,6 +125,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<lock::DistributedLock>()
         .class::<session::RedisLockingSessionHandler>()
         .function(wrap_function!(metrics))
+        .function(wrap_function!(prometheus_metrics))
         .request_startup_function(request_startup)
         .request_shutdown_function(request_shutdown)
         .info_function(module_info)
