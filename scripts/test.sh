@@ -5,6 +5,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh || exit 1
+# One PHP_CONFIG/PHP for every cargo call here, as scripts/build.sh and ext/config.m4 use:
+# ext-php-rs rebuilds when they change.
+PHP_CONFIG=$(command -v php-config)
+PHP=$("$PHP_CONFIG" --php-binary)
+export PHP_CONFIG PHP
 passed=0
 failed=0
 
@@ -23,6 +28,8 @@ if ! so=$(bash scripts/build.sh); then
     echo "$passed passed, $((failed + 1)) failed"
     exit 1
 fi
+
+step "phpize/configure/make install route" bash scripts/test-phpize.sh
 
 # The core: cargo prints one "test result:" line per test binary.
 cargo_log=$(mktemp)
