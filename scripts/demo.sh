@@ -5,4 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 so=$(bash scripts/build.sh)
-REDIS_LEASE_SO=$so php -n -d "extension=$so" demo/lock_demo.php "$@"
+export REDIS_LEASE_SO=$so
+echo "== Sessions: the seeds' race on php-fpm =="
+php -n -d "extension=$so" demo/session_demo.php
+echo
+echo "== DistributedLock: processes contending for one lock =="
+php -n -d "extension=$so" demo/lock_demo.php

@@ -242,15 +242,20 @@ final class FpmPool
     }
 
     /**
-     * A shell loop that kills the pool's process group once the process that
-     * started it is gone; it ends by itself when the group is gone.
+     * A shell loop that kills the pool's process group (and removes the temp
+     * directory) once the process that started it is gone; it ends by itself
+     * when the group is gone.
      */
     private function startWatchdog(): void
     {
         $owner = $this->ownerPid;
         $group = $this->masterPid;
-        $script = "while kill -0 $owner 2>/dev/null && kill -0 -- -$group 2>/dev/null; do sleep 0.2; done; "
-            . "kill -KILL -- -$group 2>/dev/null; exit 0";
+        // (dash's kill takes no "--"; a negative pid names a process group. A
+        // zombie owner, not yet reaped by its parent, counts as gone.)
+        $script = "alive() { s=\$(sed -n 's/^State:[[:space:]]*\\(.\\).*/\\1/p' /proc/\$1/status 2>/dev/null); "
+            . "[ -n \"\$s\" ] && [ \"\$s\" != Z ]; }; "
+            . "while alive $owner && kill -0 -$group 2>/dev/null; do sleep 0.2; done; "
+            . "kill -KILL -$group 2>/dev/null; sleep 0.2; rm -rf " . escapeshellarg($this->dir) . "; exit 0";
         $this->watchdog = proc_open(['sh', '-c', $script], [
             0 => ['file', '/dev/null', 'r'],
             1 => ['file', '/dev/null', 'w'],
@@ -396,7 +401,7 @@ final class FpmPool
         }
         // Whatever is left of the group (workers of a killed master), and any
         // worker seen earlier that is still around.
-        exec('kill -KILL -- -' . (int) $this->masterPid . ' 2>/dev/null');
+        exec('kill -KILL -' . (int) $this->masterPid . ' 2>/dev/null');
         foreach (array_keys($this->seenWorkers) as $pid) {
             if (is_dir("/proc/$pid") && str_contains((string) @file_get_contents("/proc/$pid/cmdline"), 'php-fpm')) {
                 rl_kill_pid($pid, 'KILL');
