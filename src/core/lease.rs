@@ -128,6 +128,17 @@ pub struct Hold {
 }
 
 impl Hold {
+    /// A hold won by the attempt sent at `sent`.
+    pub fn new(token: Token, fence: i64, ttl: Duration, sent: Instant) -> Hold {
+        Hold {
+            token,
+            fence,
+            ttl,
+            sent,
+            acquired_at: sent,
+        }
+    }
+
     /// Until when, by our clock, nobody else can have this lease.
     pub fn safe_until(&self) -> Instant {
         self.sent + self.ttl.saturating_sub(drift(self.ttl))
@@ -270,11 +281,10 @@ impl Lease {
     /// One acquire attempt with a fresh token. `will_wait` tells waiting releasers
     /// to wake us; it is how long we may still wait.
     pub fn try_acquire(&self, ttl: Duration, will_wait: Duration) -> Result<Attempt> {
-        let started = Instant::now();
         let token = Token::generate();
         let sent = Instant::now();
         match self.send_acquire(&token, ttl, will_wait) {
-            Ok(v) => parse_attempt(v, token, ttl, sent, started),
+            Ok(v) => parse_attempt(v, token, ttl, sent),
             Err(Failure::TimedOut(e)) => Err(unresolved(&e, token)),
             Err(Failure::Broken(first)) => {
                 // The script may have run. Only our token can tell: if it holds the
@@ -284,13 +294,7 @@ impl Lease {
                 match self.resolve(&token, ttl) {
                     Ok(Some((_, fence))) => {
                         metrics::incr(Counter::UncertainResolved);
-                        Ok(Attempt::Acquired(Hold {
-                            token,
-                            fence,
-                            ttl,
-                            sent,
-                            acquired_at: started,
-                        }))
+                        Ok(Attempt::Acquired(Hold::new(token, fence, ttl, sent)))
                     }
                     Ok(None) => {
                         // Not taken: try once more. A second failure in a row is
@@ -299,7 +303,7 @@ impl Lease {
                         let token = Token::generate();
                         let sent = Instant::now();
                         match self.send_acquire(&token, ttl, will_wait) {
-                            Ok(v) => parse_attempt(v, token, ttl, sent, started),
+                            Ok(v) => parse_attempt(v, token, ttl, sent),
                             Err(Failure::Broken(e) | Failure::TimedOut(e)) => {
                                 Err(unresolved(&e, token))
                             }
@@ -542,26 +546,14 @@ pub(crate) fn unresolved(e: &Error, token: Token) -> Error {
     }
 }
 
-fn parse_attempt(
-    v: Value,
-    token: Token,
-    ttl: Duration,
-    sent: Instant,
-    started: Instant,
-) -> Result<Attempt> {
+fn parse_attempt(v: Value, token: Token, ttl: Duration, sent: Instant) -> Result<Attempt> {
     let bad =
         |what: &str| Error::Connection(format!("unexpected reply to the acquire script: {what}"));
     let (taken, detail): (i64, String) =
         FromRedisValue::from_redis_value(v).map_err(|e| bad(&e.to_string()))?;
     if taken == 1 {
         let fence = detail.parse().map_err(|_| bad("fence is not a number"))?;
-        Ok(Attempt::Acquired(Hold {
-            token,
-            fence,
-            ttl,
-            sent,
-            acquired_at: started,
-        }))
+        Ok(Attempt::Acquired(Hold::new(token, fence, ttl, sent)))
     } else {
         let pttl: i64 = detail.parse().map_err(|_| bad("pttl is not a number"))?;
         Ok(Attempt::Busy(pttl_duration(pttl)))

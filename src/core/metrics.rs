@@ -52,7 +52,9 @@ named!(Timing {
 
 /// Upper bounds of the histogram buckets, in seconds: from a loopback round trip
 /// to a slow request.
-pub const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0];
+pub const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0,
+];
 
 const NC: usize = Counter::ALL.len();
 const NT: usize = Timing::ALL.len();
@@ -119,7 +121,10 @@ pub fn incr(c: Counter) {
 
 pub fn observe(t: Timing, d: Duration) {
     let secs = d.as_secs_f64();
-    let i = BUCKETS.iter().position(|&b| secs <= b).unwrap_or(BUCKETS.len());
+    let i = BUCKETS
+        .iter()
+        .position(|&b| secs <= b)
+        .unwrap_or(BUCKETS.len());
     for s in sets() {
         s.buckets[t as usize][i].fetch_add(1, Ordering::Relaxed);
         s.sum_micros[t as usize].fetch_add(d.as_micros() as u64, Ordering::Relaxed);
@@ -171,7 +176,13 @@ pub fn snapshot(scope: Scope) -> Snapshot {
                 })
                 .collect();
             let sum_seconds = set.sum_micros[t as usize].load(Ordering::Relaxed) as f64 / 1e6;
-            (t, HistogramSnapshot { cumulative, sum_seconds })
+            (
+                t,
+                HistogramSnapshot {
+                    cumulative,
+                    sum_seconds,
+                },
+            )
         })
         .collect();
     Snapshot { counters, timings }
@@ -187,7 +198,11 @@ pub fn prometheus(s: &Snapshot) -> String {
     let mut out = String::new();
     for (c, v) in &s.counters {
         let name = format!("redis_lease_{}_total", c.name());
-        let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} counter\n{name} {v}", c.help());
+        let _ = writeln!(
+            out,
+            "# HELP {name} {}\n# TYPE {name} counter\n{name} {v}",
+            c.help()
+        );
     }
     for (t, h) in &s.timings {
         let name = format!("redis_lease_{}", t.name());
@@ -218,7 +233,10 @@ mod tests {
         let (b, a) = (h(&before), h(&after));
         assert_eq!(a.cumulative[0] - b.cumulative[0], 1);
         assert_eq!(a.cumulative[3] - b.cumulative[3], 2);
-        assert_eq!(a.cumulative.last().unwrap() - b.cumulative.last().unwrap(), 3);
+        assert_eq!(
+            a.cumulative.last().unwrap() - b.cumulative.last().unwrap(),
+            3
+        );
         assert!((a.sum_seconds - b.sum_seconds - 60.0031).abs() < 1e-6);
         let text = prometheus(&after);
         assert!(text.contains("# TYPE redis_lease_session_hold_seconds histogram"));
@@ -242,6 +260,9 @@ mod tests {
         // SAFETY: waiting for our own child.
         unsafe { libc::waitpid(pid, &mut status, 0) };
         let after = snapshot(Scope::Server).counters[Counter::Retries as usize].1;
-        assert!(after - before >= 2, "the parent sees the child's counts: {before} -> {after}");
+        assert!(
+            after - before >= 2,
+            "the parent sees the child's counts: {before} -> {after}"
+        );
     }
 }

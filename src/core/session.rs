@@ -281,13 +281,7 @@ impl SessionStore {
                 .arg(self.config.max_waiters)
                 .invoke::<Value>(&mut c.inner)
         });
-        let hold = |token| Hold {
-            token,
-            fence: 0,
-            ttl,
-            sent,
-            acquired_at: sent,
-        };
+        let hold = |token| Hold::new(token, 0, ttl, sent);
         match reply {
             Ok(Value::Array(items)) if items.len() == 2 => {
                 let mut items = items.into_iter();

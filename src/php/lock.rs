@@ -108,14 +108,13 @@ impl DistributedLock {
         let found = self.lease.resolve(&token, self.ttl)?;
         self.state.borrow_mut().unresolved = None;
         if let Some((left, fence)) = found {
-            let now = std::time::Instant::now();
-            self.set_hold(Some(Hold {
+            let ttl = left.unwrap_or(self.ttl);
+            self.set_hold(Some(Hold::new(
                 token,
                 fence,
-                ttl: left.unwrap_or(self.ttl),
-                sent: now,
-                acquired_at: now,
-            }));
+                ttl,
+                std::time::Instant::now(),
+            )));
         }
         Ok(())
     }

@@ -106,7 +106,11 @@ fn snapshot_array(snapshot: &Snapshot) -> PhpResult<ZBox<ZendHashTable>> {
 #[php(name = "RedisLease\\metrics")]
 #[php(defaults(server = false))]
 pub fn metrics(server: bool) -> PhpResult<ZBox<ZendHashTable>> {
-    snapshot_array(&core_metrics::snapshot(if server { Scope::Server } else { Scope::Process }))
+    snapshot_array(&core_metrics::snapshot(if server {
+        Scope::Server
+    } else {
+        Scope::Process
+    }))
 }
 
 /// `RedisLease\prometheus_metrics()`: every worker's metrics in Prometheus's text format.
