@@ -22,6 +22,7 @@ step "cargo fmt --check" cargo fmt --check
 step "cargo clippy (extension)" cargo clippy --release --locked --quiet -- -D warnings
 step "cargo clippy (core and tests)" cargo clippy --no-default-features --tests --locked --quiet -- -D warnings
 step "php -l stubs" php -l stubs/redis_lease.stub.php
+step "hadolint + actionlint" bash scripts/lint-packaging.sh
 
 if ! so=$(bash scripts/build.sh); then
     echo "build failed"
