@@ -7,6 +7,9 @@ missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The packaging linters come from PyPI and npm (scripts/lint-packaging.sh).
+command -v node >/dev/null || missing+=(nodejs npm)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if ((${#missing[@]})); then
     echo "Installing: ${missing[*]}"
     if [[ $(id -u) -ne 0 ]]; then sudo=sudo; else sudo=; fi

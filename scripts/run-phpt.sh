@@ -13,7 +13,8 @@ set -u
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 so="${1:-$repo_root/target/release/libredis_lease.so}"
-run_tests="${RUN_TESTS_PHP:-/usr/lib/php/20220829/build/run-tests.php}"
+# php8.x-dev ships run-tests.php beside the extension directory (/usr/lib/php/<api>/build).
+run_tests="${RUN_TESTS_PHP:-$(php-config --extension-dir 2>/dev/null)/build/run-tests.php}"
 tests_dir="$repo_root/php-tests"
 
 report() {

@@ -262,13 +262,40 @@ final class FcgiClient
         return $out;
     }
 
+    /**
+     * The PARAMS stream. The spec lets a name-value pair span records, but
+     * php-fpm parses each record on its own, so pairs are packed whole into
+     * records; only a pair longer than one record is split.
+     */
+    public static function paramsStream(array $params, int $requestId = self::REQUEST_ID): string
+    {
+        $out = '';
+        $chunk = '';
+        foreach ($params as $name => $value) {
+            $pair = self::encodeParams([$name => $value]);
+            if ($chunk !== '' && strlen($chunk) + strlen($pair) > self::MAX_CONTENT) {
+                $out .= self::record(self::PARAMS, $chunk, $requestId);
+                $chunk = '';
+            }
+            $chunk .= $pair;
+            while (strlen($chunk) > self::MAX_CONTENT) {
+                $out .= self::record(self::PARAMS, substr($chunk, 0, self::MAX_CONTENT), $requestId);
+                $chunk = substr($chunk, self::MAX_CONTENT);
+            }
+        }
+        if ($chunk !== '') {
+            $out .= self::record(self::PARAMS, $chunk, $requestId);
+        }
+        return $out . self::record(self::PARAMS, '', $requestId);
+    }
+
     /** The bytes of a whole request: BEGIN_REQUEST, PARAMS stream, STDIN stream. */
     public static function encodeRequest(array $params, string $stdin = ''): string
     {
         // role (16 bit BE), flags (0: close the connection after the request), 5 reserved bytes
         $begin = pack('nC', self::RESPONDER, 0) . str_repeat("\0", 5);
         return self::record(self::BEGIN_REQUEST, $begin)
-            . self::stream(self::PARAMS, self::encodeParams($params))
+            . self::paramsStream($params)
             . self::stream(self::STDIN, $stdin);
     }
 
@@ -307,6 +334,23 @@ final class FcgiClient
      */
     public static function await(array $calls, float $timeout): bool
     {
+        return self::drive($calls, $timeout, true);
+    }
+
+    /**
+     * Drive $calls for at most $seconds without cutting anything off: for
+     * keeping requests moving while the caller waits for something else.
+     * Returns true when all have ended.
+     *
+     * @param FcgiCall[] $calls
+     */
+    public static function pump(array $calls, float $seconds): bool
+    {
+        return self::drive($calls, $seconds, false);
+    }
+
+    private static function drive(array $calls, float $timeout, bool $cutOff): bool
+    {
         $deadline = microtime(true) + $timeout;
         while (true) {
             $read = $write = [];
@@ -327,8 +371,10 @@ final class FcgiClient
             }
             $left = $deadline - microtime(true);
             if ($left <= 0) {
-                foreach ($byId as $call) {
-                    $call->finish(sprintf('timed out after %.3f s', $timeout));
+                if ($cutOff) {
+                    foreach ($byId as $call) {
+                        $call->finish(sprintf('timed out after %.3f s', $timeout));
+                    }
                 }
                 return false;
             }
@@ -398,6 +444,9 @@ final class FcgiClient
             if ($h['version'] !== self::VERSION_1) {
                 $call->finish("unexpected FastCGI version {$h['version']}");
                 return;
+            }
+            if ($h['id'] !== self::REQUEST_ID) {
+                continue; // a management record (id 0) or not ours: nothing to do with it
             }
             switch ($h['type']) {
                 case self::STDOUT:

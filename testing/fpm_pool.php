@@ -74,7 +74,18 @@ final class FpmPool
      */
     public static function start(array $options = []): FpmPool
     {
-        return new FpmPool($options);
+        // A free tcp port found by probing can be taken by someone else before
+        // php-fpm binds it: try a few ports before giving up.
+        $attempts = ($options['listen'] ?? 'unix') === 'tcp' ? 3 : 1;
+        for ($i = 1; ; $i++) {
+            try {
+                return new FpmPool($options);
+            } catch (RuntimeException $e) {
+                if ($i >= $attempts) {
+                    throw $e;
+                }
+            }
+        }
     }
 
     private function __construct(array $o)
@@ -193,14 +204,17 @@ final class FpmPool
      */
     public static function extensionPath(?string $so = null): string
     {
-        $candidates = [];
-        if ($so !== null && $so !== '') {
-            $candidates[] = $so;
-        }
+        // An explicitly named library must exist; the guesses after it may not.
         $env = getenv('REDIS_LEASE_SO');
-        if ($env !== false && $env !== '') {
-            $candidates[] = $env;
+        foreach ([$so, $env === false ? null : $env] as $explicit) {
+            if ($explicit !== null && $explicit !== '') {
+                if (!is_file($explicit)) {
+                    throw new RuntimeException("extension not found: $explicit");
+                }
+                return realpath($explicit);
+            }
         }
+        $candidates = [];
         $extra = (string) getenv('TEST_PHP_EXTRA_ARGS');
         if (preg_match('/(?:^|\s)-d\s*["\']?extension=["\']?([^\s"\']*redis_lease[^\s"\']*)/', $extra, $m)) {
             $candidates[] = $m[1];
@@ -213,9 +227,6 @@ final class FpmPool
         foreach ($candidates as $c) {
             if (is_file($c)) {
                 return realpath($c);
-            }
-            if ($c === $so) {
-                throw new RuntimeException("extension not found: $so");
             }
         }
         throw new RuntimeException('redis_lease extension not found (tried: ' . implode(', ', $candidates) . ')');
@@ -251,11 +262,16 @@ final class FpmPool
         $owner = $this->ownerPid;
         $group = $this->masterPid;
         // (dash's kill takes no "--"; a negative pid names a process group. A
-        // zombie owner, not yet reaped by its parent, counts as gone.)
+        // zombie owner, not yet reaped by its parent, counts as gone. Until the
+        // master has called setsid() its group does not exist yet, so the pool
+        // counts as gone only when neither the group nor the master pid exists.)
+        $dir = escapeshellarg($this->dir);
         $script = "alive() { s=\$(sed -n 's/^State:[[:space:]]*\\(.\\).*/\\1/p' /proc/\$1/status 2>/dev/null); "
             . "[ -n \"\$s\" ] && [ \"\$s\" != Z ]; }; "
-            . "while alive $owner && kill -0 -$group 2>/dev/null; do sleep 0.2; done; "
-            . "kill -KILL -$group 2>/dev/null; sleep 0.2; rm -rf " . escapeshellarg($this->dir) . "; exit 0";
+            . "while alive $owner; do "
+            . "if ! kill -0 -$group 2>/dev/null && ! kill -0 $group 2>/dev/null; then exit 0; fi; "
+            . "sleep 0.2; done; "
+            . "kill -KILL -$group 2>/dev/null; kill -KILL $group 2>/dev/null; sleep 0.2; rm -rf $dir; exit 0";
         $this->watchdog = proc_open(['sh', '-c', $script], [
             0 => ['file', '/dev/null', 'r'],
             1 => ['file', '/dev/null', 'w'],
