@@ -1,7 +1,9 @@
 # Appended to the Makefile that phpize's configure writes: `make` runs cargo and
 # puts the result where `make install` (and PIE) expect it.
 
-REDIS_LEASE_SO = $(REDIS_LEASE_CRATE)/target/$(REDIS_LEASE_PROFILE)/libredis_lease.so
+# cargo honours CARGO_TARGET_DIR; so do we.
+REDIS_LEASE_TARGET = $(or $(CARGO_TARGET_DIR),$(REDIS_LEASE_CRATE)/target)
+REDIS_LEASE_SO = $(REDIS_LEASE_TARGET)/$(REDIS_LEASE_PROFILE)/libredis_lease.so
 REDIS_LEASE_SOURCES = $(REDIS_LEASE_CRATE)/Cargo.toml $(REDIS_LEASE_CRATE)/Cargo.lock $(shell find $(REDIS_LEASE_CRATE)/src -type f)
 
 all: modules/redis_lease.so

@@ -1,6 +1,8 @@
 dnl redis_lease is built by cargo. This file lets phpize, configure, make and
 dnl make install (and so PIE and PECL) drive that build; see Makefile.frag.
-dnl The crate is the parent folder of this one.
+dnl PIE builds in ext/ (composer.json's build-path); a PECL package builds in its
+dnl root, whose config.m4 includes this file. Either way the crate is found by
+dnl its Cargo.toml.
 
 PHP_ARG_ENABLE([redis_lease],
   [whether to enable redis_lease],
@@ -32,7 +34,15 @@ if test "$PHP_REDIS_LEASE" != "no"; then
     REDIS_LEASE_CARGO_FLAGS=--release
   fi
 
-  REDIS_LEASE_CRATE=`cd "$abs_srcdir/.." && pwd`
+  for dir in "$abs_srcdir" "$abs_srcdir/.."; do
+    if test -f "$dir/Cargo.toml"; then
+      REDIS_LEASE_CRATE=`cd "$dir" && pwd`
+      break
+    fi
+  done
+  if test -z "$REDIS_LEASE_CRATE"; then
+    AC_MSG_ERROR([Cargo.toml not found beside or above $abs_srcdir])
+  fi
   dnl ext-php-rs wants absolute paths to the php-config and php it builds against.
   REDIS_LEASE_PHP_CONFIG=`command -v "$PHP_CONFIG"`
   REDIS_LEASE_PHP=`"$REDIS_LEASE_PHP_CONFIG" --php-binary`
@@ -42,5 +52,5 @@ if test "$PHP_REDIS_LEASE" != "no"; then
   PHP_SUBST(REDIS_LEASE_PROFILE)
   PHP_SUBST(REDIS_LEASE_CARGO_FLAGS)
   PHP_SUBST(REDIS_LEASE_CRATE)
-  PHP_ADD_MAKEFILE_FRAGMENT([$abs_srcdir/Makefile.frag], [$abs_srcdir], [$abs_builddir])
+  PHP_ADD_MAKEFILE_FRAGMENT([$REDIS_LEASE_CRATE/ext/Makefile.frag], [$abs_srcdir], [$abs_builddir])
 fi

@@ -31,6 +31,7 @@ if ! so=$(bash scripts/build.sh); then
 fi
 
 step "phpize/configure/make install route" bash scripts/test-phpize.sh
+step "pecl package builds and loads" bash scripts/pecl-package.sh --check
 
 # The core: cargo prints one "test result:" line per test binary.
 cargo_log=$(mktemp)
