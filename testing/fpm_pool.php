@@ -30,7 +30,6 @@ require_once __DIR__ . '/../php-tests/inc/redis.inc';
 
 final class FpmPool
 {
-    public const FPM_BIN = '/usr/sbin/php-fpm8.2';
     public const PING_PATH = '/fpm-ping';
     public const STATUS_PATH = '/fpm-status';
 
@@ -96,7 +95,8 @@ final class FpmPool
         if ($this->maxChildren < 1) {
             throw new ValueError('max_children must be >= 1');
         }
-        $bin = $o['fpm_bin'] ?? self::FPM_BIN;
+        // Debian/Ubuntu name the binary after the PHP version; PHP_FPM_BIN overrides it.
+        $bin = $o['fpm_bin'] ?? (getenv('PHP_FPM_BIN') ?: '/usr/sbin/php-fpm' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION);
         if (!is_executable($bin)) {
             throw new RuntimeException("php-fpm not found at $bin");
         }

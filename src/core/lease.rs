@@ -217,8 +217,9 @@ impl Lease {
                 conn.recycle();
                 metrics::incr(Counter::ConnectionErrors);
                 Err(Failure::Reply(Error::Connection(format!(
-                    "Redis at {} answered with an error: {e}",
-                    self.endpoint.addr
+                    "Redis at {} answered with an error: {e}{}",
+                    self.endpoint.addr,
+                    auth_hint(&e)
                 ))))
             }
             Err(e) => {
@@ -534,6 +535,17 @@ impl Lease {
             "Redis at {} gave an unexpected reply ({what}); is something else using the key?",
             self.endpoint.addr
         ))
+    }
+}
+
+/// Redis's answers to a client that has not authenticated are cryptic (for a long
+/// command: "Protocol error: unauthenticated multibulk length"): say what they mean.
+fn auth_hint(e: &redis::RedisError) -> &'static str {
+    let text = e.to_string();
+    if text.contains("NOAUTH") || text.contains("unauthenticated") {
+        " (Redis requires authentication: give a password, or user and password, in the DSN)"
+    } else {
+        ""
     }
 }
 

@@ -335,6 +335,11 @@ impl SessionStore {
         }
     }
 
+    /// Reads an open session's data again, keeping whatever lock it holds.
+    pub fn reread(&self, s: &Session) -> Result<Option<Vec<u8>>> {
+        self.get(&s.lease, &s.data_key)
+    }
+
     fn get(&self, lease: &Lease, data_key: &[u8]) -> Result<Option<Vec<u8>>> {
         lease.call_idempotent(|c| redis::cmd("GET").arg(data_key).query(&mut c.inner))
     }

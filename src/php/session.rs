@@ -140,6 +140,21 @@ impl Handler {
 
     /// Locks and reads session `id`: `Some(data)` ("" for a new session), `None` on failure.
     pub fn read(&mut self, id: &str) -> Out<Option<Vec<u8>>> {
+        // session_reset() reads the session it already holds open: read it again
+        // under the same lock rather than unlocking it for a moment.
+        if let Some(s) = self
+            .session
+            .as_ref()
+            .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
+        {
+            return match self.store.reread(s) {
+                Ok(data) => Out::ok(Some(data.unwrap_or_default())),
+                Err(e) => Out::warn(
+                    None,
+                    format!("session {} could not be read again: {e}", short_id(id)),
+                ),
+            };
+        }
         let mut warning = self.close().warning;
         let result = match self.store.open(id) {
             Ok((session, data)) => {
@@ -536,10 +551,16 @@ unsafe extern "C" fn ps_open(
         } else {
             path
         };
+        // SAFETY: mod_data is ext/session's PS(mod_data) slot.
+        if !unsafe { *mod_data }.is_null() {
+            // Opened again without a close (session_reset()): keep the handler and
+            // the lock it holds.
+            return SUCCESS;
+        }
         match build_store(&dsn, &[]) {
             Ok(store) => {
                 // ext/session calls write and close only when mod_data is set.
-                // SAFETY: mod_data is ext/session's PS(mod_data) slot.
+                // SAFETY: as above.
                 unsafe { *mod_data = Box::into_raw(Box::new(Handler::new(store))).cast() };
                 SUCCESS
             }
