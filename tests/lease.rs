@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::error::Error;
 use redis_lease::core::lease::{Attempt, Lease, LeaseKeys};
-use support::{await_until, RedisServer};
+use support::{await_until, exists, RedisServer};
 
 fn lease(server: &RedisServer, name: &str) -> Lease {
     let ep = Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap();
@@ -43,11 +43,7 @@ fn acquire_sets_token_and_fence_then_release_frees() {
     assert!(other.acquire(SEC, Duration::ZERO).unwrap().is_none());
 
     assert!(l.release(&hold).unwrap());
-    let exists: i64 = redis::cmd("EXISTS")
-        .arg("lock:{basic}")
-        .query(&mut raw)
-        .unwrap();
-    assert_eq!(exists, 0);
+    assert!(!exists(&mut raw, "lock:{basic}"));
     assert!(
         !l.release(&hold).unwrap(),
         "a second release must report the lease gone"
@@ -91,11 +87,7 @@ fn an_expired_holder_cannot_touch_the_new_holders_lock() {
         .unwrap();
     let mut raw = server.conn();
     await_until(SEC * 5, "the lease to expire", || {
-        redis::cmd("EXISTS")
-            .arg("lock:{expiry}")
-            .query::<i64>(&mut raw)
-            .unwrap()
-            == 0
+        !exists(&mut raw, "lock:{expiry}")
     });
     let hb = b
         .acquire(SEC * 10, Duration::ZERO)
@@ -138,11 +130,7 @@ fn a_waiter_is_woken_by_release_not_by_the_lease_running_out() {
     // Let the waiter reach BLPOP: the waiter marker appears when it has been told "busy".
     let mut raw = server.conn();
     await_until(SEC * 5, "the waiter to register", || {
-        redis::cmd("EXISTS")
-            .arg("lock:{wake}:waiters")
-            .query::<i64>(&mut raw)
-            .unwrap()
-            == 1
+        exists(&mut raw, "lock:{wake}:waiters")
     });
     let released_at = Instant::now();
     assert!(holder.release(&h).unwrap());
@@ -374,11 +362,7 @@ fn a_timed_out_acquire_is_reported_unresolved_then_resolved() {
         "resolve said {found:?}, Redis has the lock: {held_by_token}"
     );
     l.abandon(&token, SEC * 30).unwrap();
-    let exists: i64 = redis::cmd("EXISTS")
-        .arg("lock:{stopped}")
-        .query(&mut raw)
-        .unwrap();
-    assert_eq!(exists, 0);
+    assert!(!exists(&mut raw, "lock:{stopped}"));
 }
 
 #[test]
@@ -401,11 +385,7 @@ fn a_voided_token_takes_nothing_when_its_attempt_arrives_late() {
         .invoke(&mut raw)
         .unwrap();
     assert_eq!(reply.0, 0, "a voided attempt must not take the lock");
-    let exists: i64 = redis::cmd("EXISTS")
-        .arg("lock:{late}")
-        .query(&mut raw)
-        .unwrap();
-    assert_eq!(exists, 0);
+    assert!(!exists(&mut raw, "lock:{late}"));
     // Everyone else is unaffected.
     assert!(l.acquire(SEC, Duration::ZERO).unwrap().is_some());
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::error::Error;
 use redis_lease::core::session::{Mode, OnLockTimeout, Saved, SessionConfig, SessionStore};
-use support::{await_until, RedisServer};
+use support::{await_until, exists, RedisServer};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -127,11 +127,7 @@ fn a_waiting_request_gets_the_data_written_before_it() {
     });
     let mut raw = server.conn();
     await_until(SEC * 5, "the second request to wait", || {
-        redis::cmd("EXISTS")
-            .arg("{PHPREDIS_SESSION:queue}:lock:waiters")
-            .query::<i64>(&mut raw)
-            .unwrap()
-            == 1
+        exists(&mut raw, "{PHPREDIS_SESSION:queue}:lock:waiters")
     });
     let released = Instant::now();
     s.write(&mut first, b"first", SEC * 60).unwrap();
@@ -159,11 +155,7 @@ fn a_late_writer_whose_lease_expired_never_overwrites_newer_data() {
     let (mut a, _) = s.open("late").unwrap();
     let mut raw = server.conn();
     await_until(SEC * 5, "A's lease to expire", || {
-        redis::cmd("EXISTS")
-            .arg("{PHPREDIS_SESSION:late}:lock")
-            .query::<i64>(&mut raw)
-            .unwrap()
-            == 0
+        !exists(&mut raw, "{PHPREDIS_SESSION:late}:lock")
     });
     let (mut b, _) = s.open("late").unwrap();
     assert_eq!(s.write(&mut b, b"from B", SEC * 60).unwrap(), Saved::Yes);

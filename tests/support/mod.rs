@@ -100,3 +100,8 @@ pub fn await_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) 
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// Whether `key` exists, per a raw connection.
+pub fn exists(conn: &mut redis::Connection, key: &str) -> bool {
+    redis::cmd("EXISTS").arg(key).query::<i64>(conn).unwrap() == 1
+}
