@@ -1,7 +1,7 @@
 # Convenience targets; the scripts work without make on a fresh machine.
 SO := target/release/libredis_lease.so
 
-.PHONY: build test demo phpt cargo-test lint fmt clean
+.PHONY: build test demo bench phpt cargo-test lint fmt clean
 
 build:
 	bash scripts/build.sh
@@ -11,6 +11,9 @@ test:
 
 demo:
 	bash scripts/demo.sh
+
+bench:
+	bash scripts/bench.sh
 
 cargo-test:
 	cargo test --no-default-features --locked

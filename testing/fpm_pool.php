@@ -65,6 +65,8 @@ final class FpmPool
      *  'admin'         php_admin_value[name] = value in the pool
      *  'values'        php_value[name] = value in the pool
      *  'env'           env[NAME] = value in the pool (clear_env stays on)
+     *  'extensions'    other extensions to load first, e.g. ['igbinary', 'redis']
+     *  'without_redis_lease' true: do not load redis_lease (a baseline pool)
      *  'max_children'  static pool size, default 8
      *  'listen'        'unix' (default) or 'tcp' (a free 127.0.0.1 port)
      *  'request_terminate_timeout' seconds, default 60 (a safety net, not a test tool)
@@ -129,7 +131,14 @@ final class FpmPool
         foreach ($o['ini'] ?? [] as $k => $v) {
             $ini[$k] = $v;
         }
-        $iniText = 'extension=' . self::quote($this->so) . "\n";
+        // Other extensions first (e.g. igbinary before redis), then ours unless left out.
+        $iniText = '';
+        foreach ($o['extensions'] ?? [] as $ext) {
+            $iniText .= 'extension=' . self::quote($ext) . "\n";
+        }
+        if (empty($o['without_redis_lease'])) {
+            $iniText .= 'extension=' . self::quote($this->so) . "\n";
+        }
         foreach ($ini as $k => $v) {
             $iniText .= $k . '=' . self::quote((string) $v) . "\n";
         }

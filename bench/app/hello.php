@@ -1,0 +1,3 @@
+<?php
+// The memory baseline's request: nothing but PHP.
+echo 'hello';

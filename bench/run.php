@@ -1,0 +1,239 @@
+<?php
+// `make bench`: every scenario against redis_lease and the anchors (PHP's files
+// handler, phpredis 5.3.7, Symfony Lock's RedisStore), in one run on this machine.
+// Timings are noisy: each figure is the median of several interleaved repetitions,
+// and ratios compare figures of the same run. Prints a table; writes JSON to
+// bench/results/.
+require __DIR__ . '/../testing/fpm_pool.php';
+
+$reps = (int) (getenv('BENCH_REPS') ?: 5);
+$so = FpmPool::extensionPath(getenv('REDIS_LEASE_SO') ?: null);
+$php = [PHP_BINARY, '-n', '-d', 'extension=igbinary', '-d', 'extension=redis', '-d', "extension=$so"];
+$redis = rl_start_redis();
+$port = $redis['port'];
+$raw = new RlRaw($port);
+$files = sys_get_temp_dir() . '/redis_lease_bench_' . getmypid();
+@mkdir($files);
+register_shutdown_function(fn () => exec('rm -rf ' . escapeshellarg($files)));
+
+function median(array $xs): float
+{
+    sort($xs);
+    $n = count($xs);
+    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
+}
+
+function pct(array $xs, float $p): float
+{
+    sort($xs);
+    return $xs[(int) min(count($xs) - 1, round($p * (count($xs) - 1)))];
+}
+
+function say(string $fmt, ...$args): void
+{
+    vprintf($fmt, $args);
+    flush();
+}
+
+$results = ['machine' => php_uname('n') . ' ' . php_uname('r'), 'cores' => (int) shell_exec('nproc'),
+    'php' => PHP_VERSION, 'phpredis' => phpversion('redis') ?: '5.3.7', 'redis' => $raw->cmd('INFO', 'server'),
+    'reps' => $reps, 'scenarios' => []];
+preg_match('/redis_version:(\S+)/', $results['redis'], $m);
+$results['redis'] = $m[1] ?? '?';
+
+$pool = FpmPool::start([
+    'max_children' => 16,
+    'extensions' => ['igbinary', 'redis'],
+    'ini' => ['session.gc_probability' => '0', 'max_execution_time' => '30'],
+]);
+$client = $pool->client();
+$extra = ['BENCH_REDIS' => "127.0.0.1:$port", 'BENCH_FILES' => $files];
+$app = __DIR__ . '/app/session.php';
+$sessionReq = fn (string $h, string $sid, $key, float $work = 0) =>
+    ['params' => FcgiClient::params($app, ['h' => $h, 'sid' => $sid, 'key' => $key, 'work_ms' => $work], $extra)];
+
+// Warm every worker: connections and script caches.
+foreach (['lease', 'phpredis', 'phpredis_lock', 'files'] as $h) {
+    $client->multi(array_map(fn ($i) => $sessionReq($h, "warm$h$i", 0), range(0, 63)), 30);
+}
+
+// ---- 1. Contended session: 100 concurrent requests, one session, 1 ms of work each.
+say("1. contended session (100 concurrent requests on one session, 1 ms work, 16 workers)\n");
+$handlers = ['lease', 'files', 'phpredis_lock', 'phpredis'];
+$s1 = [];
+for ($r = 0; $r < $reps; $r++) {
+    foreach ($handlers as $h) {
+        $sid = "s1$h" . bin2hex(random_bytes(8));
+        $batch = array_map(fn ($i) => $sessionReq($h, $sid, $i, 1.0), range(0, 99));
+        $t = hrtime(true);
+        $responses = $client->multi($batch, 120);
+        $wall = (hrtime(true) - $t) / 1e9;
+        $check = $client->request($sessionReq($h, $sid, 'check')['params']);
+        $s1[$h]['wall'][] = $wall;
+        $s1[$h]['kept'][] = ($check->json()['keys'] ?? 1) - 1;
+        $s1[$h]['failed'][] = count(array_filter($responses, fn ($x) => !$x->ok() || !($x->json()['started'] ?? false)));
+    }
+}
+foreach ($handlers as $h) {
+    $s1[$h] = ['wall_ms' => median($s1[$h]['wall']) * 1000, 'kept_min' => min($s1[$h]['kept']),
+        'kept_max' => max($s1[$h]['kept']), 'failed' => array_sum($s1[$h]['failed'])];
+    say("   %-14s %8.1f ms  kept %d-%d of 100\n", $h, $s1[$h]['wall_ms'], $s1[$h]['kept_min'], $s1[$h]['kept_max']);
+}
+$results['scenarios']['contended_session'] = $s1;
+
+// ---- 2. Uncontended sessions at full load: 16 requests in flight, each on its own session.
+say("2. uncontended sessions (16 in flight, a session each, 1600 requests)\n");
+$s2 = [];
+for ($r = 0; $r < $reps; $r++) {
+    foreach ($handlers as $h) {
+        $t = hrtime(true);
+        for ($wave = 0; $wave < 100; $wave++) {
+            $client->multi(array_map(fn ($i) => $sessionReq($h, "s2$h$r$i", $wave), range(0, 15)), 30);
+        }
+        $s2[$h][] = 1600 / ((hrtime(true) - $t) / 1e9);
+    }
+}
+foreach ($handlers as $h) {
+    $s2[$h] = ['req_per_s' => median($s2[$h])];
+    say("   %-14s %8.0f req/s\n", $h, $s2[$h]['req_per_s']);
+}
+$results['scenarios']['uncontended_sessions'] = $s2;
+
+// ---- 3. Redis commands (round trips) per locked session request, seen by MONITOR.
+say("3. Redis round trips per locked session request\n");
+$s3 = [];
+foreach (['lease', 'phpredis_lock'] as $h) {
+    $sid = "s3$h" . bin2hex(random_bytes(6));
+    $client->request($sessionReq($h, $sid, 'first')['params']);
+    $mon = stream_socket_client("tcp://127.0.0.1:$port");
+    fwrite($mon, "MONITOR\r\n");
+    fgets($mon);
+    for ($i = 0; $i < 20; $i++) {
+        $client->request($sessionReq($h, $sid, $i)['params']);
+    }
+    $raw->cmd('ECHO', 'bench-marker');
+    stream_set_timeout($mon, 5);
+    $cmds = [];
+    while (($line = fgets($mon)) !== false && !str_contains($line, 'bench-marker')) {
+        if (!str_contains($line, 'lua]') && preg_match('/\] "(\w+)"/', $line, $mm)) {
+            $cmds[] = strtoupper($mm[1]);
+        }
+    }
+    fclose($mon);
+    $s3[$h] = ['round_trips_per_request' => count($cmds) / 20, 'commands' => array_count_values($cmds)];
+    say("   %-14s %.1f round trips  %s\n", $h, count($cmds) / 20, json_encode(array_count_values($cmds)));
+}
+$results['scenarios']['round_trips'] = $s3;
+
+// ---- 4. DistributedLock acquire+release in a loop, one process.
+say("4. acquire+release loop in one process (20000 pairs)\n");
+$s4 = [];
+$run = function (array $cmd): array {
+    $out = shell_exec(implode(' ', array_map('escapeshellarg', $cmd)));
+    return json_decode((string) $out, true) ?? throw new RuntimeException("failed: " . implode(' ', $cmd) . "\n$out");
+};
+for ($r = 0; $r < $reps; $r++) {
+    foreach (['lease', 'phpredis', 'symfony'] as $lib) {
+        $s4[$lib][] = $run([...$php, __DIR__ . '/lock_loop.php', $lib, (string) $port, $lib === 'symfony' ? '5000' : '20000'])['ops_per_s'];
+    }
+}
+foreach (['lease', 'phpredis', 'symfony'] as $lib) {
+    $s4[$lib] = ['ops_per_s' => median($s4[$lib])];
+    say("   %-14s %8.0f ops/s\n", $lib, $s4[$lib]['ops_per_s']);
+}
+$results['scenarios']['lock_loop'] = $s4;
+
+// ---- 5. Contended DistributedLock: 8 processes, lock, 1 ms of work, unlock.
+say("5. contended lock (8 processes: lock, 1 ms work, unlock)\n");
+$s5 = [];
+$contend = function (string $lib, int $each) use ($php, $port): array {
+    $procs = $pipes = [];
+    for ($i = 0; $i < 8; $i++) {
+        $procs[$i] = proc_open([...$php, __DIR__ . '/lock_contend.php', $lib, (string) $port, (string) $each],
+            [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes[$i]);
+    }
+    $t = microtime(true);
+    foreach ($pipes as $p) {
+        fwrite($p[0], "go\n");
+    }
+    $holds = [];
+    foreach ($pipes as $i => $p) {
+        foreach (explode("\n", trim(stream_get_contents($p[1]))) as $line) {
+            if ($line !== '') {
+                $holds[] = array_map('floatval', explode(' ', $line));
+            }
+        }
+        proc_close($procs[$i]);
+    }
+    $wall = microtime(true) - $t;
+    usort($holds, fn ($a, $b) => $a[1] <=> $b[1]);
+    $gaps = [];
+    for ($i = 1; $i < count($holds); $i++) {
+        if ($holds[$i][0] < $holds[$i - 1][2]) {       // was waiting when the previous holder released
+            $gaps[] = ($holds[$i][1] - $holds[$i - 1][2]) * 1000;
+        }
+    }
+    return ['holds' => count($holds), 'per_s' => count($holds) / $wall, 'gaps' => $gaps];
+};
+for ($r = 0; $r < $reps; $r++) {
+    foreach (['lease' => 50, 'symfony' => 6] as $lib => $each) {
+        $x = $contend($lib, $each);
+        $s5[$lib]['per_s'][] = $x['per_s'];
+        $s5[$lib]['gaps'] = array_merge($s5[$lib]['gaps'] ?? [], $x['gaps']);
+    }
+}
+foreach (['lease', 'symfony'] as $lib) {
+    $g = $s5[$lib]['gaps'];
+    $s5[$lib] = ['holds_per_s' => median($s5[$lib]['per_s']), 'handoffs' => count($g),
+        'gap_median_ms' => $g ? median($g) : null, 'gap_p99_ms' => $g ? pct($g, 0.99) : null];
+    say("   %-14s %8.1f holds/s  handoff gap median %.3f ms, p99 %.3f ms (%d handoffs)\n", $lib,
+        $s5[$lib]['holds_per_s'], $s5[$lib]['gap_median_ms'], $s5[$lib]['gap_p99_ms'], $s5[$lib]['handoffs']);
+}
+$results['scenarios']['contended_lock'] = $s5;
+$pool->stop();
+
+// ---- 6. Memory: RSS of a php-fpm worker with and without the extension, after 10,000 requests.
+say("6. worker RSS after 10000 requests (4 workers)\n");
+$s6 = [];
+foreach (['without' => 'hello.php', 'with' => 'work.php'] as $variant => $script) {
+    $p = FpmPool::start(['max_children' => 4, 'without_redis_lease' => $variant === 'without',
+        'ini' => ['session.gc_probability' => '0']]);
+    $c = $p->client();
+    for ($wave = 0; $wave < 625; $wave++) {
+        $c->multi(array_map(fn ($i) => ['params' => FcgiClient::params(__DIR__ . "/app/$script", ['n' => $wave * 16 + $i], $extra)], range(0, 15)), 30);
+    }
+    $rss = [];
+    foreach ($p->workerPids() as $pid) {
+        preg_match('/VmRSS:\s+(\d+) kB/', (string) @file_get_contents("/proc/$pid/status"), $mm);
+        $rss[] = (int) ($mm[1] ?? 0);
+    }
+    $s6[$variant] = ['rss_kib_median' => median($rss), 'rss_kib' => $rss];
+    $p->stop();
+    say("   %-8s %6.0f KiB median worker RSS\n", $variant, $s6[$variant]['rss_kib_median']);
+}
+$s6['extra_kib'] = $s6['with']['rss_kib_median'] - $s6['without']['rss_kib_median'];
+$results['scenarios']['memory'] = $s6;
+
+// ---- The table: each target with the measured ratio.
+$r1 = $s1['lease']['wall_ms'];
+$rows = [
+    ['1. contended session: wall vs files', $r1 / $s1['files']['wall_ms'], '<= 1.05x'],
+    ['1. contended session: wall vs phpredis+locking', $r1 / $s1['phpredis_lock']['wall_ms'], '<= 0.75x'],
+    ['1. contended session: keys kept (worst round)', $s1['lease']['kept_min'], '100 of 100'],
+    ['2. uncontended sessions: req/s vs phpredis (no locking)', $s2['lease']['req_per_s'] / $s2['phpredis']['req_per_s'], '>= 1.0x'],
+    ['3. round trips per locked request', $s3['lease']['round_trips_per_request'], '<= 2 (phpredis: ' . $s3['phpredis_lock']['round_trips_per_request'] . ')'],
+    ['4. lock loop: ops/s vs raw phpredis', $s4['lease']['ops_per_s'] / $s4['phpredis']['ops_per_s'], '>= 0.95x'],
+    ['4. lock loop: ops/s vs Symfony Lock', $s4['lease']['ops_per_s'] / $s4['symfony']['ops_per_s'], '>= 3x'],
+    ['5. contended lock: handoff gap median (ms)', $s5['lease']['gap_median_ms'], '< 0.5 (Symfony: ' . round($s5['symfony']['gap_median_ms'], 1) . ')'],
+    ['5. contended lock: holds/s vs Symfony', $s5['lease']['holds_per_s'] / $s5['symfony']['holds_per_s'], ''],
+    ['6. extra RSS per worker (KiB)', $s6['extra_kib'], '< 2048'],
+];
+say("\n%-58s %10s   %s\n", 'measure', 'result', 'target');
+foreach ($rows as [$what, $value, $target]) {
+    say("%-58s %10s   %s\n", $what, is_float($value) ? sprintf('%.2f', $value) : $value, $target);
+}
+$results['summary'] = array_map(fn ($r) => ['measure' => $r[0], 'result' => $r[1], 'target' => $r[2]], $rows);
+$json = json_encode($results, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES);
+file_put_contents(__DIR__ . '/results/latest.json', $json . "\n");
+file_put_contents(__DIR__ . '/results/' . date('Y-m-d\TH-i-s') . '.json', $json . "\n");
+say("\nwritten: bench/results/latest.json\n");
