@@ -1,5 +1,5 @@
 <?php
-// The memory scenario's request with the extension: a session and a lock.
+// The memory scenario's request with redis_lease: a session (as the baseline does on files) and a lock.
 ini_set('session.save_handler', 'redis_lease');
 ini_set('session.save_path', 'tcp://' . $_SERVER['BENCH_REDIS']);
 ini_set('session.use_cookies', '0');

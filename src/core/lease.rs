@@ -52,7 +52,7 @@ impl Token {
         rand::rngs::OsRng
             .try_fill_bytes(&mut bytes)
             .expect("the OS random number generator failed");
-        Token(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        Token(format!("{:032x}", u128::from_le_bytes(bytes)))
     }
 
     pub fn as_str(&self) -> &str {

@@ -10,7 +10,6 @@
 //! command fails mid-way, the caller drops it instead of returning it, so a
 //! connection with an unread reply pending is never reused.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -24,7 +23,13 @@ type Key = (Addr, Option<String>, Option<String>, i64);
 
 struct Pool {
     pid: u32,
-    idle: HashMap<Key, redis::Connection>,
+    /// A worker talks to one or two endpoints: a short list beats hashing the
+    /// key (strings) on every command.
+    idle: Vec<(Key, redis::Connection)>,
+}
+
+fn same(key: &Key, ep: &Endpoint) -> bool {
+    key.0 == ep.addr && key.1 == ep.username && key.2 == ep.password && key.3 == ep.db
 }
 
 static POOL: Mutex<Option<Pool>> = Mutex::new(None);
@@ -40,12 +45,15 @@ pub struct Conn {
 impl Conn {
     /// Takes this process's connection to `ep`, connecting if there is none.
     pub fn checkout(ep: &Endpoint) -> Result<Conn> {
-        let key = ep.connection_key();
         let pooled = {
             let mut guard = POOL.lock();
             let pid = std::process::id();
             match guard.as_mut() {
-                Some(pool) if pool.pid == pid => pool.idle.remove(&key),
+                Some(pool) if pool.pid == pid => pool
+                    .idle
+                    .iter()
+                    .position(|(k, _)| same(k, ep))
+                    .map(|i| pool.idle.swap_remove(i)),
                 _ => {
                     // First use, or first use after fork(): the inherited sockets belong
                     // to the parent. Forget them without closing: a close would be harmless
@@ -55,22 +63,21 @@ impl Conn {
                     }
                     *guard = Some(Pool {
                         pid,
-                        idle: HashMap::new(),
+                        idle: Vec::new(),
                     });
                     None
                 }
             }
         };
-        let inner = match pooled {
-            Some(c) => c,
-            None => connect(ep)?,
+        let (key, inner) = match pooled {
+            Some(entry) => entry,
+            None => (ep.connection_key(), connect(ep)?),
         };
-        let conn = Conn {
+        Ok(Conn {
             key,
             inner,
             read_timeout: ep.timeouts.read,
-        };
-        Ok(conn)
+        })
     }
 
     /// Returns the connection to the pool for the next command.
@@ -78,7 +85,7 @@ impl Conn {
         let mut guard = POOL.lock();
         if let Some(pool) = guard.as_mut() {
             if pool.pid == std::process::id() {
-                pool.idle.insert(self.key, self.inner);
+                pool.idle.push((self.key, self.inner));
             }
         }
     }

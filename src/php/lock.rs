@@ -30,10 +30,10 @@ pub const MAX_KEY_LEN: usize = 1024;
 static HELD: Mutex<Option<HeldLeases>> = Mutex::new(None);
 
 /// The pid that owns the entries, and the leases by object id.
-type HeldLeases = (u32, HashMap<u64, (Lease, Token)>);
+type HeldLeases = (u32, HashMap<u64, (Arc<Lease>, Token)>);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-fn with_held<T>(f: impl FnOnce(&mut HashMap<u64, (Lease, Token)>) -> T) -> T {
+fn with_held<T>(f: impl FnOnce(&mut HashMap<u64, (Arc<Lease>, Token)>) -> T) -> T {
     let mut guard = HELD.lock();
     let pid = std::process::id();
     if guard.as_ref().is_none_or(|(p, _)| *p != pid) {
@@ -45,7 +45,8 @@ fn with_held<T>(f: impl FnOnce(&mut HashMap<u64, (Lease, Token)>) -> T) -> T {
 
 /// Releases what this request still holds; called from RSHUTDOWN.
 pub fn release_request_leases() {
-    let leftover: Vec<(Lease, Token)> = with_held(|held| held.drain().map(|(_, v)| v).collect());
+    let leftover: Vec<(Arc<Lease>, Token)> =
+        with_held(|held| held.drain().map(|(_, v)| v).collect());
     for (lease, token) in leftover {
         // Best effort: the lease expires on its own if Redis cannot be reached.
         let _ = lease.release_token(&token);
@@ -68,12 +69,12 @@ pub struct DistributedLock {
     pid: u32,
     key: String,
     ttl: Duration,
-    lease: Lease,
+    lease: Arc<Lease>,
     state: RefCell<State>,
 }
 
 /// Releases a lease when a fatal error unwinds past `synchronized()`.
-struct ReleaseOnBailout(Option<(u64, Lease, Token)>);
+struct ReleaseOnBailout(Option<(u64, Arc<Lease>, Token)>);
 
 impl Drop for ReleaseOnBailout {
     fn drop(&mut self) {
@@ -184,7 +185,7 @@ impl DistributedLock {
             pid: std::process::id(),
             key,
             ttl,
-            lease: Lease::new(Arc::new(endpoint), keys),
+            lease: Arc::new(Lease::new(Arc::new(endpoint), keys)),
             state: RefCell::new(State::default()),
         })
     }
