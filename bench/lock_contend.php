@@ -25,5 +25,5 @@ for ($i = 0; $i < (int) $n; $i++) {
     usleep(1000);
     $released = microtime(true);
     $drop();
-    echo "$asked $got $released\n";
+    printf("%.6f %.6f %.6f\n", $asked, $got, $released); // full microseconds
 }

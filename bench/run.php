@@ -148,9 +148,10 @@ say("5. contended lock (8 processes: lock, 1 ms work, unlock)\n");
 $s5 = [];
 $contend = function (string $lib, int $each) use ($php, $port): array {
     $procs = $pipes = [];
+    $errors = tempnam(sys_get_temp_dir(), 'bench-contend');
     for ($i = 0; $i < 8; $i++) {
         $procs[$i] = proc_open([...$php, __DIR__ . '/lock_contend.php', $lib, (string) $port, (string) $each],
-            [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes[$i]);
+            [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $errors, 'a']], $pipes[$i]);
     }
     $t = microtime(true);
     foreach ($pipes as $p) {
@@ -163,8 +164,11 @@ $contend = function (string $lib, int $each) use ($php, $port): array {
                 $holds[] = array_map('floatval', explode(' ', $line));
             }
         }
-        proc_close($procs[$i]);
+        if (proc_close($procs[$i]) !== 0) {
+            throw new RuntimeException("a $lib contender failed: " . file_get_contents($errors));
+        }
     }
+    unlink($errors);
     $wall = microtime(true) - $t;
     usort($holds, fn ($a, $b) => $a[1] <=> $b[1]);
     $gaps = [];
