@@ -46,7 +46,7 @@ namespace {
     final class DistributedLock
     {
         /**
-         * @param string $key The lock's name: 1 to 1024 bytes.
+         * @param string $key The lock's name: 1 to 1024 bytes, any bytes (binary-safe).
          * @param float $ttl Lease length in seconds: > 0 and at most 2592000 (30 days).
          * @param string|null $dsn Redis to use, e.g. "redis://user:pass@host:6379/0",
          *        "unix:///run/redis.sock", or phpredis's "tcp://host:6379?auth=pass&database=0".

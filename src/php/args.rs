@@ -1,8 +1,8 @@
 //! Argument types that follow PHP's own coercion rules where ext-php-rs is stricter.
 
-use ext_php_rs::convert::{FromZval, StubLiteral};
+use ext_php_rs::convert::{FromZval, IntoZval, StubLiteral};
 use ext_php_rs::flags::DataType;
-use ext_php_rs::types::Zval;
+use ext_php_rs::types::{ZendStr, Zval};
 
 /// A `float` parameter that, like PHP's internal functions in coercive mode, also
 /// takes an int or a numeric string ("1.5", " 2", "1e3").
@@ -72,5 +72,27 @@ impl FromZval<'_> for OptionValue {
             return Some(OptionValue(f.to_string()));
         }
         zval.str().map(|s| OptionValue(s.to_string()))
+    }
+}
+
+/// A PHP string as bytes: keys may be any binary string, not only UTF-8.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bytes(pub Vec<u8>);
+
+impl FromZval<'_> for Bytes {
+    const TYPE: DataType = DataType::String;
+
+    fn from_zval(zval: &Zval) -> Option<Self> {
+        zval.zend_str().map(|s| Bytes(s.as_bytes().to_vec()))
+    }
+}
+
+impl IntoZval for Bytes {
+    const TYPE: DataType = DataType::String;
+    const NULLABLE: bool = false;
+
+    fn set_zval(self, zv: &mut Zval, _persistent: bool) -> ext_php_rs::error::Result<()> {
+        zv.set_zend_string(ZendStr::new(self.0, false));
+        Ok(())
     }
 }

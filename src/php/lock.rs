@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::lease::{seconds, Hold, Lease, LeaseKeys, Token};
-use crate::php::args::Float;
+use crate::php::args::{Bytes, Float};
 use crate::php::errors::{lock_lost_exception, lock_timeout_exception};
 use crate::php::ini;
 
@@ -67,7 +67,7 @@ struct State {
 pub struct DistributedLock {
     id: u64,
     pid: u32,
-    key: String,
+    key: Vec<u8>,
     ttl: Duration,
     lease: Arc<Lease>,
     state: RefCell<State>,
@@ -158,7 +158,8 @@ impl DistributedLock {
 #[php_impl]
 impl DistributedLock {
     #[php(defaults(ttl = 30.0))]
-    pub fn __construct(key: String, ttl: Float, dsn: Option<String>) -> PhpResult<Self> {
+    pub fn __construct(key: Bytes, ttl: Float, dsn: Option<String>) -> PhpResult<Self> {
+        let key = key.0;
         if key.is_empty() {
             return Err(Error::invalid(
                 "DistributedLock::__construct(): Argument #1 ($key) must not be empty",
@@ -179,7 +180,7 @@ impl DistributedLock {
         )?;
         let dsn = dsn.unwrap_or_else(|| ini::get(ini::DSN));
         let endpoint = Endpoint::parse(&dsn, ini::timeouts()?)?;
-        let keys = LeaseKeys::for_lock(ini::get(ini::LOCK_PREFIX).as_bytes(), key.as_bytes());
+        let keys = LeaseKeys::for_lock(ini::get(ini::LOCK_PREFIX).as_bytes(), &key);
         Ok(DistributedLock {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             pid: std::process::id(),
@@ -247,8 +248,8 @@ impl DistributedLock {
     }
 
     /// The key as given to the constructor.
-    pub fn get_key(&self) -> String {
-        self.key.clone()
+    pub fn get_key(&self) -> Bytes {
+        Bytes(self.key.clone())
     }
 
     /// Runs `$callback` while holding the lock and returns its result.
@@ -314,7 +315,9 @@ impl Drop for DistributedLock {
     }
 }
 
-fn printable(key: &str) -> String {
+/// A key for a message: lossy UTF-8, no control characters, at most 100 characters.
+fn printable(key: &[u8]) -> String {
+    let key = String::from_utf8_lossy(key);
     let mut s: String = key.chars().filter(|c| !c.is_control()).take(100).collect();
     if key.chars().count() > 100 {
         s.push('…');
