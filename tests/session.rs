@@ -336,3 +336,27 @@ fn a_sessions_keys_share_one_cluster_slot_with_phpredis_data_key() {
         assert_eq!(slot(&format!("lock:{{orders}}{suffix}")), lock, "{suffix}");
     }
 }
+
+#[test]
+fn a_save_on_a_broken_connection_is_applied_once_and_reported_right() {
+    let server = RedisServer::start();
+    let s = store(&server, SessionConfig::default());
+    let (mut sess, _) = s.open("cut").unwrap();
+    // Cut every client connection, the store's pooled one included.
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(s.write(&mut sess, b"once", SEC * 60).unwrap(), Saved::Yes);
+    assert_eq!(
+        get(&server, "PHPREDIS_SESSION:cut").as_deref(),
+        Some("once")
+    );
+    assert_eq!(
+        get(&server, "{PHPREDIS_SESSION:cut}:lock"),
+        None,
+        "unlocked"
+    );
+}

@@ -18,6 +18,7 @@ use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::lease::{millis, unresolved, Attempt, Failure, Hold, Lease, LeaseKeys, Token};
 use crate::core::metrics::{self, Counter, Timing};
+use crate::core::pool::Conn;
 use crate::core::scripts;
 
 /// phpredis's default key prefix, so sessions survive a switch from it.
@@ -371,7 +372,7 @@ impl SessionStore {
         match &s.mode {
             Mode::Locked(hold) => {
                 let hold = hold.clone();
-                let ok = s.lease.call_idempotent(|c| {
+                let run = |c: &mut Conn| {
                     scripts::SESSION_SAVE
                         .key(&s.data_key)
                         .key(&s.lease.keys.lock)
@@ -382,7 +383,24 @@ impl SessionStore {
                         .arg(secs)
                         .arg(op)
                         .invoke::<i64>(&mut c.inner)
-                })? == 1;
+                };
+                let ok = match s.lease.call(run) {
+                    Ok(n) => n == 1,
+                    Err(Failure::Broken(_)) => {
+                        // The script may have run. Run it again: it is owner-checked, so
+                        // it can never apply twice. If it finds the lock gone, our first
+                        // run did it, unless our lease could have ended meanwhile; then
+                        // the data tells (for a write).
+                        metrics::incr(Counter::Retries);
+                        let again = s.lease.call(run).map_err(Failure::into_error)? == 1;
+                        metrics::incr(Counter::UncertainResolved);
+                        again
+                            || Instant::now() < hold.safe_until()
+                            || (op == "write"
+                                && self.get(&s.lease, &s.data_key)?.as_deref() == Some(data))
+                    }
+                    Err(f) => return Err(f.into_error()),
+                };
                 s.mode = Mode::Done;
                 if ok {
                     metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
