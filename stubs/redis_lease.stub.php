@@ -120,6 +120,8 @@ namespace {
 
         /**
          * Acquires the lock (waiting up to `$wait` seconds), runs `$callback`, and always releases.
+         * Called while this object already holds the lock (nested, or after acquire()), it just runs
+         * the callback and leaves the release to the outer holder.
          *
          * The lock is released after a normal return, after an exception (which is rethrown
          * unchanged) and after a fatal error in the callback.

@@ -118,7 +118,8 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn fail(&self, why: &str) -> Error {
-        // The DSN itself may hold a password, so it is never echoed back.
+        // The DSN may hold a password anywhere (a mistyped `auth=`, a missing '@'),
+        // so no part of it is ever echoed back: messages name the component only.
         Error::invalid(format!("Invalid Redis DSN: {why}"))
     }
 
@@ -160,11 +161,8 @@ impl Parser<'_> {
             self.authority_and_db(&mut ep, r)?;
         } else if rest.starts_with("rediss://") || rest.starts_with("tls://") {
             return Err(self.fail("TLS endpoints (rediss://, tls://) are not supported yet"));
-        } else if let Some((scheme, _)) = rest.split_once("://") {
-            return Err(self.fail(&format!(
-                "unknown scheme '{}'; use redis://, tcp:// or unix://",
-                printable(scheme)
-            )));
+        } else if rest.contains("://") {
+            return Err(self.fail("unknown scheme; use redis://, tcp:// or unix://"));
         } else {
             self.authority_and_db(&mut ep, rest)?;
         }
@@ -233,12 +231,7 @@ impl Parser<'_> {
             None => 6379,
             Some(p) => match p.parse::<u16>() {
                 Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
-                _ => {
-                    return Err(self.fail(&format!(
-                        "'{}' is not a port number (1-65535)",
-                        printable(p)
-                    )))
-                }
+                _ => return Err(self.fail("the port is not a number from 1 to 65535")),
             },
         };
         ep.addr = Addr::Tcp {
@@ -280,10 +273,7 @@ impl Parser<'_> {
             {
                 Ok(n)
             }
-            _ => Err(self.fail(&format!(
-                "'{}' is not a database number (a non-negative integer)",
-                printable(d)
-            ))),
+            _ => Err(self.fail("the database is not a number from 0 to 2147483647")),
         }
     }
 
@@ -313,12 +303,11 @@ impl Parser<'_> {
                         return Err(self.fail(&format!("'{k}' must be a number")));
                     }
                 }
-                other => {
-                    return Err(self.fail(&format!(
-                        "unknown parameter '{}' (known: auth, user, database, timeout, \
+                _ => {
+                    return Err(self.fail(
+                        "an unknown query parameter (known: auth, user, database, timeout, \
                          connect_timeout, read_timeout, prefix, persistent, weight, retry_interval)",
-                        printable(other)
-                    )))
+                    ))
                 }
             }
         }
@@ -348,15 +337,6 @@ impl Parser<'_> {
             ))),
         }
     }
-}
-
-/// Shows user-supplied text in an error message, shortened and without control bytes.
-fn printable(s: &str) -> String {
-    let mut out: String = s.chars().filter(|c| !c.is_control()).take(64).collect();
-    if s.chars().count() > 64 {
-        out.push('…');
-    }
-    out
 }
 
 fn percent_decode(s: &str) -> std::result::Result<String, &'static str> {

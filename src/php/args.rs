@@ -5,7 +5,7 @@ use ext_php_rs::flags::DataType;
 use ext_php_rs::types::{ZendStr, Zval};
 
 /// A `float` parameter that, like PHP's internal functions in coercive mode, also
-/// takes an int or a numeric string ("1.5", " 2", "1e3").
+/// takes an int, a bool or a numeric string ("1.5", " 2", "1e3").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Float(pub f64);
 
@@ -27,6 +27,9 @@ impl FromZval<'_> for Float {
     fn from_zval(zval: &Zval) -> Option<Self> {
         if let Some(v) = f64::from_zval(zval) {
             return Some(Float(v));
+        }
+        if let Some(b) = zval.bool() {
+            return Some(Float(if b { 1.0 } else { 0.0 }));
         }
         zval.str().and_then(numeric).map(Float)
     }
@@ -82,8 +85,27 @@ pub struct Bytes(pub Vec<u8>);
 impl FromZval<'_> for Bytes {
     const TYPE: DataType = DataType::String;
 
+    /// Like a `string` parameter of PHP's internal functions in coercive mode: a
+    /// string, or an int, float, bool or Stringable object converted to one.
     fn from_zval(zval: &Zval) -> Option<Self> {
-        zval.zend_str().map(|s| Bytes(s.as_bytes().to_vec()))
+        if let Some(s) = zval.zend_str() {
+            return Some(Bytes(s.as_bytes().to_vec()));
+        }
+        if zval.is_bool() {
+            return Some(Bytes(if zval.bool()? {
+                b"1".to_vec()
+            } else {
+                Vec::new()
+            }));
+        }
+        if let Some(n) = zval.long() {
+            return Some(Bytes(n.to_string().into_bytes()));
+        }
+        if let Some(f) = zval.double() {
+            return Some(Bytes(php_float_string(f).into_bytes()));
+        }
+        let text = zval.object()?.try_call_method("__toString", vec![]).ok()?;
+        text.zend_str().map(|s| Bytes(s.as_bytes().to_vec()))
     }
 }
 
@@ -94,5 +116,76 @@ impl IntoZval for Bytes {
     fn set_zval(self, zv: &mut Zval, _persistent: bool) -> ext_php_rs::error::Result<()> {
         zv.set_zend_string(ZendStr::new(self.0, false));
         Ok(())
+    }
+}
+
+impl Bytes {
+    /// The bytes as text, for values that must be UTF-8 (DSNs).
+    pub fn into_utf8(self, what: &str) -> crate::core::error::Result<String> {
+        String::from_utf8(self.0)
+            .map_err(|_| crate::core::error::Error::invalid(format!("{what} is not valid UTF-8")))
+    }
+}
+
+/// A float as PHP writes it in string context: shortest round-trip digits,
+/// "1.0E+25" style exponents, INF/NAN.
+fn php_float_string(f: f64) -> String {
+    if f.is_nan() {
+        return "NAN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "INF" } else { "-INF" }.into();
+    }
+    let plain = format!("{f}");
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        return format!("{f:.0}");
+    }
+    if f.abs() >= 1e15 || (f != 0.0 && f.abs() < 1e-4) {
+        let e = format!("{f:e}"); // e.g. 1.5e25
+        let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let mantissa = if mantissa.contains('.') {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}.0")
+        };
+        return format!(
+            "{mantissa}E{}{}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        );
+    }
+    plain
+}
+
+/// The `$options` array: any array converts, and each entry is checked by name
+/// later, so a bad entry is a ValueError naming the option rather than a TypeError
+/// for the whole argument.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options(pub Vec<(String, std::result::Result<String, String>)>);
+
+impl StubLiteral for Options {
+    fn stub_literal(&self) -> String {
+        "[]".into()
+    }
+}
+
+impl FromZval<'_> for Options {
+    const TYPE: DataType = DataType::Array;
+
+    fn from_zval(zval: &Zval) -> Option<Self> {
+        let mut out = Vec::new();
+        for (key, value) in zval.array()? {
+            let name = key.to_string();
+            let text = match OptionValue::from_zval(value) {
+                Some(v) => Ok(v.0),
+                None if value.zend_str().is_some() => {
+                    Err("a string that is not valid UTF-8".to_string())
+                }
+                None => Err(format!("{:?}", value.get_type()).to_lowercase()),
+            };
+            out.push((name, text));
+        }
+        Some(Options(out))
     }
 }

@@ -158,7 +158,7 @@ impl DistributedLock {
 #[php_impl]
 impl DistributedLock {
     #[php(defaults(ttl = 30.0))]
-    pub fn __construct(key: Bytes, ttl: Float, dsn: Option<String>) -> PhpResult<Self> {
+    pub fn __construct(key: Bytes, ttl: Float, dsn: Option<Bytes>) -> PhpResult<Self> {
         let key = key.0;
         if key.is_empty() {
             return Err(Error::invalid(
@@ -178,7 +178,10 @@ impl DistributedLock {
             ttl.0,
             false,
         )?;
-        let dsn = dsn.unwrap_or_else(|| ini::get(ini::DSN));
+        let dsn = match dsn {
+            Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
+            None => ini::get(ini::DSN),
+        };
         let endpoint = Endpoint::parse(&dsn, ini::timeouts()?)?;
         let keys = LeaseKeys::for_lock(ini::get(ini::LOCK_PREFIX).as_bytes(), &key);
         Ok(DistributedLock {
@@ -260,6 +263,9 @@ impl DistributedLock {
             wait.0,
             true,
         )?;
+        // Nested in a synchronized() (or after acquire()) on this object: the outer
+        // holder releases, not us.
+        let nested = self.hold_token().is_some();
         if !self.do_acquire(wait)? {
             return Err(PhpException::new(
                 format!(
@@ -270,6 +276,9 @@ impl DistributedLock {
                 0,
                 lock_timeout_exception(),
             ));
+        }
+        if nested {
+            return callback.try_call(vec![]).map_err(Into::into);
         }
         let token = self.hold_token().expect("held after a successful acquire");
         let mut guard =

@@ -24,7 +24,7 @@ use crate::core::error::{Error, Result};
 use crate::core::session::{
     short_id, Mode, Saved, Session, SessionConfig, SessionStore, OPTION_NAMES,
 };
-use crate::php::args::OptionValue;
+use crate::php::args::{Bytes, Options};
 use crate::php::errors::php_global;
 use crate::php::ini;
 
@@ -289,6 +289,16 @@ impl Handler {
     }
 }
 
+impl Drop for Handler {
+    /// A handler object destroyed (or constructed again) with its session still
+    /// open must not keep the lock until its ttl.
+    fn drop(&mut self) {
+        if let Some(mut s) = self.session.take() {
+            let _ = self.store.close(&mut s);
+        }
+    }
+}
+
 /// `string|false` for `read()`: declared as `string`, which the interface accepts
 /// as compatible; the startup code widens it to `string|false` once the class is
 /// registered (see `widen_read_return_type`).
@@ -345,18 +355,33 @@ impl RedisLockingSessionHandler {
 
 #[php_impl]
 impl RedisLockingSessionHandler {
-    #[php(defaults(options = std::collections::HashMap::new()))]
-    pub fn __construct(
-        dsn: Option<String>,
-        options: std::collections::HashMap<String, OptionValue>,
-    ) -> PhpResult<Self> {
-        let dsn = dsn.unwrap_or_else(|| ini::get(ini::DSN));
-        let mut pairs: Vec<(String, String)> = options.into_iter().map(|(k, v)| (k, v.0)).collect();
-        pairs.sort();
-        let store = build_store(&dsn, &pairs).map_err(|e| match e {
-            Error::InvalidArgument(m) => {
-                Error::InvalidArgument(format!("RedisLockingSessionHandler::__construct(): {m}"))
+    #[php(defaults(options = Options::default()))]
+    pub fn __construct(dsn: Option<Bytes>, options: Options) -> PhpResult<Self> {
+        let ctx = |m: String| {
+            Error::InvalidArgument(format!("RedisLockingSessionHandler::__construct(): {m}"))
+        };
+        let dsn = match dsn {
+            Some(d) => d
+                .into_utf8("Invalid Redis DSN: it")
+                .map_err(|e| ctx(e.to_string()))?,
+            None => ini::get(ini::DSN),
+        };
+        let mut pairs = Vec::with_capacity(options.0.len());
+        for (name, value) in options.0 {
+            match value {
+                Ok(v) => pairs.push((name, v)),
+                Err(kind) if OPTION_NAMES.contains(&name.as_str()) => {
+                    return Err(ctx(format!(
+                        "session option '{name}' must be a bool, int, float or string, {kind} given"
+                    ))
+                    .into())
+                }
+                // An unknown name is the better message: let build_store report it.
+                Err(_) => pairs.push((name, String::new())),
             }
+        }
+        let store = build_store(&dsn, &pairs).map_err(|e| match e {
+            Error::InvalidArgument(m) => ctx(m),
             other => other,
         })?;
         Ok(RedisLockingSessionHandler {
