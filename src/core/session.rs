@@ -79,7 +79,7 @@ impl SessionConfig {
         let bad = |expected: &str| {
             Error::invalid(format!(
                 "session option '{name}' must be {expected}, '{}' given",
-                v.chars().take(40).collect::<String>()
+                shown(v)
             ))
         };
         let secs = |allow_zero: bool| -> Result<Duration> {
@@ -137,7 +137,7 @@ impl SessionConfig {
             _ => {
                 return Err(Error::invalid(format!(
                     "unknown session option '{}' (known: {})",
-                    name.chars().take(40).collect::<String>(),
+                    shown(name),
                     OPTION_NAMES.join(", ")
                 )))
             }
@@ -531,6 +531,15 @@ pub fn check_id(id: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// User text in a message: at most 40 characters, control characters (NUL
+/// included, which PHP cannot put in an exception message) escaped.
+fn shown(text: &str) -> String {
+    text.chars()
+        .take(40)
+        .flat_map(char::escape_default)
+        .collect()
 }
 
 /// The start of a session id, for messages: enough to correlate, not to hijack.

@@ -120,6 +120,12 @@ impl IntoZval for Bytes {
 }
 
 impl Bytes {
+    /// The bytes as text, invalid UTF-8 replaced (for values checked afterwards,
+    /// like session ids against PHP's id alphabet).
+    pub fn lossy(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+
     /// The bytes as text, for values that must be UTF-8 (DSNs).
     pub fn into_utf8(self, what: &str) -> crate::core::error::Result<String> {
         String::from_utf8(self.0)
@@ -175,8 +181,14 @@ impl FromZval<'_> for Options {
 
     fn from_zval(zval: &Zval) -> Option<Self> {
         let mut out = Vec::new();
-        for (key, value) in zval.array()? {
-            let name = key.to_string();
+        // next_zval, not the iterator: it panics on a key that is not UTF-8.
+        let mut entries = ext_php_rs::types::array::Iter::new(zval.array()?);
+        while let Some((key, value)) = entries.next_zval() {
+            let name = match key.long() {
+                Some(n) => n.to_string(),
+                None => String::from_utf8_lossy(key.zend_str().map_or(&[][..], |s| s.as_bytes()))
+                    .into_owned(),
+            };
             let text = match OptionValue::from_zval(value) {
                 Some(v) => Ok(v.0),
                 None if value.zend_str().is_some() => {

@@ -22,7 +22,7 @@ use ext_php_rs::zend::ClassEntry;
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::session::{
-    short_id, Mode, Saved, Session, SessionConfig, SessionStore, OPTION_NAMES,
+    generate_id, short_id, Mode, Saved, Session, SessionConfig, SessionStore, OPTION_NAMES,
 };
 use crate::php::args::{Bytes, Options};
 use crate::php::errors::php_global;
@@ -128,13 +128,16 @@ fn gc_maxlifetime() -> Duration {
 pub struct Handler {
     store: SessionStore,
     session: Option<Session>,
+    /// The DSN it was built from (the native handler's save_path).
+    dsn: String,
 }
 
 impl Handler {
-    pub fn new(store: SessionStore) -> Handler {
+    pub fn new(store: SessionStore, dsn: String) -> Handler {
         Handler {
             store,
             session: None,
+            dsn,
         }
     }
 
@@ -274,6 +277,14 @@ impl Handler {
             .unwrap_or(4);
         match self.store.create_id(length, bits) {
             Ok(id) => Out::ok(Some(id)),
+            // Redis could not say whether the id is taken. A fresh random id of this
+            // length is as good as unique, and the read that follows reports the
+            // outage; a null id would make PHP throw instead.
+            Err(Error::Connection(_) | Error::Unresolved { .. }) => match generate_id(length, bits)
+            {
+                Ok(id) => Out::ok(Some(id)),
+                Err(e) => Out::warn(None, format!("could not create a session id: {e}")),
+            },
             Err(e) => Out::warn(None, format!("could not create a session id: {e}")),
         }
     }
@@ -385,7 +396,7 @@ impl RedisLockingSessionHandler {
             other => other,
         })?;
         Ok(RedisLockingSessionHandler {
-            handler: RefCell::new(Handler::new(store)),
+            handler: RefCell::new(Handler::new(store, dsn)),
         })
     }
 
@@ -398,17 +409,17 @@ impl RedisLockingSessionHandler {
         self.with(Handler::close)
     }
 
-    pub fn read(&self, id: String) -> ReadResult {
-        ReadResult(self.with(|h| h.read(&id)))
+    pub fn read(&self, id: Bytes) -> ReadResult {
+        ReadResult(self.with(|h| h.read(&id.lossy())))
     }
 
-    pub fn write(&self, id: String, data: Binary<u8>) -> bool {
+    pub fn write(&self, id: Bytes, data: Binary<u8>) -> bool {
         let data: Vec<u8> = data.into();
-        self.with(|h| h.write(&id, &data, gc_maxlifetime()))
+        self.with(|h| h.write(&id.lossy(), &data, gc_maxlifetime()))
     }
 
-    pub fn destroy(&self, id: String) -> bool {
-        self.with(|h| h.destroy(&id))
+    pub fn destroy(&self, id: Bytes) -> bool {
+        self.with(|h| h.destroy(&id.lossy()))
     }
 
     /// Redis expires sessions by their ttl: nothing to collect.
@@ -424,13 +435,13 @@ impl RedisLockingSessionHandler {
         })
     }
 
-    pub fn validate_id(&self, id: String) -> bool {
-        self.with(|h| h.validate_id(&id))
+    pub fn validate_id(&self, id: Bytes) -> bool {
+        self.with(|h| h.validate_id(&id.lossy()))
     }
 
-    pub fn update_timestamp(&self, id: String, data: Binary<u8>) -> bool {
+    pub fn update_timestamp(&self, id: Bytes, data: Binary<u8>) -> bool {
         let _ = data;
-        self.with(|h| h.update_timestamp(&id, gc_maxlifetime()))
+        self.with(|h| h.update_timestamp(&id.lossy(), gc_maxlifetime()))
     }
 }
 
@@ -576,17 +587,23 @@ unsafe extern "C" fn ps_open(
         } else {
             path
         };
-        // SAFETY: mod_data is ext/session's PS(mod_data) slot.
-        if !unsafe { *mod_data }.is_null() {
-            // Opened again without a close (session_reset()): keep the handler and
-            // the lock it holds.
-            return SUCCESS;
+        // SAFETY: mod_data is ext/session's PS(mod_data) slot, null or ours.
+        if let Some(h) = unsafe { handler(mod_data) } {
+            // Opened again without a close. session_reset() does that with the session
+            // still open: keep the handler and the lock it holds. Otherwise (a failed
+            // start left it behind) replace it, unlocking what it held.
+            if h.dsn == dsn && h.session.is_some() {
+                return SUCCESS;
+            }
+            // SAFETY: the Box leaked by an earlier ps_open; the slot is refilled below.
+            drop(unsafe { Box::from_raw((*mod_data).cast::<Handler>()) });
+            unsafe { *mod_data = std::ptr::null_mut() };
         }
         match build_store(&dsn, &[]) {
             Ok(store) => {
                 // ext/session calls write and close only when mod_data is set.
                 // SAFETY: as above.
-                unsafe { *mod_data = Box::into_raw(Box::new(Handler::new(store))).cast() };
+                unsafe { *mod_data = Box::into_raw(Box::new(Handler::new(store, dsn))).cast() };
                 SUCCESS
             }
             Err(e) => {
