@@ -419,7 +419,11 @@ impl Lease {
 
     /// Releases `hold`. True when it was ours and is now free; false when it had
     /// expired or been taken by another.
-    pub fn release(&self, hold: &Hold) -> Result<bool> {
+    ///
+    /// `maybe_done`: an earlier release of this hold may have run (it timed out); a
+    /// lease found gone before it could have expired is then ours, released.
+    /// A release that times out is reported as `Error::Unresolved`.
+    pub fn release(&self, hold: &Hold, maybe_done: bool) -> Result<bool> {
         let run = |c: &mut Conn| -> redis::RedisResult<i64> {
             scripts::RELEASE
                 .key(&self.keys.lock)
@@ -429,7 +433,8 @@ impl Lease {
                 .invoke(&mut c.inner)
         };
         let released = match self.call(run) {
-            Ok(n) => n == 1,
+            Ok(n) => n == 1 || (maybe_done && Instant::now() < hold.safe_until()),
+            Err(Failure::TimedOut(e)) => return Err(unresolved(&e, hold.token.clone())),
             Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
                 let again = self.call(run).map_err(Failure::into_error)? == 1;

@@ -392,14 +392,28 @@ impl SessionStore {
                         // run did it, unless our lease could have ended meanwhile; then
                         // the data tells (for a write).
                         metrics::incr(Counter::Retries);
-                        let again = s.lease.call(run).map_err(Failure::into_error)? == 1;
+                        let again = match s.lease.call(run) {
+                            Ok(n) => n == 1,
+                            Err(f) => {
+                                s.mode = Mode::Done;
+                                return Err(f.into_error());
+                            }
+                        };
                         metrics::incr(Counter::UncertainResolved);
                         again
                             || Instant::now() < hold.safe_until()
                             || (op == "write"
                                 && self.get(&s.lease, &s.data_key)?.as_deref() == Some(data))
                     }
-                    Err(f) => return Err(f.into_error()),
+                    Err(f) => {
+                        // Redis answered with an error: nothing ran, the lock is still ours
+                        // and close() frees it. Redis did not answer: asking again at
+                        // close() would only double the wait; the lease ends by itself.
+                        if !matches!(f, Failure::Reply(_)) {
+                            s.mode = Mode::Done;
+                        }
+                        return Err(f.into_error());
+                    }
                 };
                 s.mode = Mode::Done;
                 if ok {

@@ -58,6 +58,8 @@ struct State {
     hold: Option<Hold>,
     /// An acquire attempt whose outcome Redis could not confirm yet.
     unresolved: Option<Token>,
+    /// A release of `hold` timed out: it may have run.
+    release_sent: bool,
 }
 
 /// A lease-based lock on one Redis key. See stubs/redis_lease.stub.php.
@@ -149,9 +151,19 @@ impl DistributedLock {
         let Some(hold) = self.state.borrow().hold.clone() else {
             return Ok(false);
         };
-        let released = self.lease.release(&hold)?;
-        self.set_hold(None);
-        Ok(released)
+        let maybe_done = self.state.borrow().release_sent;
+        match self.lease.release(&hold, maybe_done) {
+            Ok(released) => {
+                self.state.borrow_mut().release_sent = false;
+                self.set_hold(None);
+                Ok(released)
+            }
+            Err(e) => {
+                // Still ours as far as we know; the next release() settles it.
+                self.state.borrow_mut().release_sent |= matches!(e, Error::Unresolved { .. });
+                Err(e)
+            }
+        }
     }
 }
 
@@ -316,7 +328,7 @@ impl Drop for DistributedLock {
         let state = std::mem::take(self.state.get_mut());
         with_held(|h| h.remove(&self.id));
         if let Some(hold) = state.hold {
-            let _ = self.lease.release(&hold);
+            let _ = self.lease.release(&hold, state.release_sent);
         }
         if let Some(token) = state.unresolved {
             let _ = self.lease.abandon(&token, self.ttl);

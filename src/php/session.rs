@@ -128,6 +128,9 @@ fn gc_maxlifetime() -> Duration {
 pub struct Handler {
     store: SessionStore,
     session: Option<Session>,
+    /// The process that made the handler. A child made by pcntl_fork() inherits
+    /// the parent's open session; the parent keeps it (and its lock).
+    pid: u32,
     /// The DSN it was built from (the native handler's save_path).
     dsn: String,
 }
@@ -137,12 +140,25 @@ impl Handler {
         Handler {
             store,
             session: None,
+            pid: std::process::id(),
             dsn,
         }
     }
 
+    /// In a forked child, forgets the session the parent has open: writing,
+    /// unlocking or destroying it here would take it from under the parent.
+    fn leave_parents_session(&mut self) -> bool {
+        if self.pid == std::process::id() {
+            return false;
+        }
+        self.pid = std::process::id();
+        self.session = None;
+        true
+    }
+
     /// Locks and reads session `id`: `Some(data)` ("" for a new session), `None` on failure.
     pub fn read(&mut self, id: &str) -> Out<Option<Vec<u8>>> {
+        self.leave_parents_session();
         // session_reset() reads the session it already holds open: read it again
         // under the same lock rather than unlocking it for a moment.
         if let Some(s) = self
@@ -207,6 +223,9 @@ impl Handler {
     }
 
     pub fn write(&mut self, id: &str, data: &[u8], max_lifetime: Duration) -> Out<bool> {
+        if self.leave_parents_session() {
+            return Out::ok(true);
+        }
         let store = &self.store;
         let result = match &mut self.session {
             Some(s) if s.id == id => store.write(s, data, max_lifetime),
@@ -221,6 +240,9 @@ impl Handler {
     }
 
     pub fn update_timestamp(&mut self, id: &str, max_lifetime: Duration) -> Out<bool> {
+        if self.leave_parents_session() {
+            return Out::ok(true);
+        }
         let store = &self.store;
         let result = match &mut self.session {
             Some(s) if s.id == id => store.touch(s, max_lifetime),
@@ -235,6 +257,15 @@ impl Handler {
     }
 
     pub fn destroy(&mut self, id: &str) -> Out<bool> {
+        if self.leave_parents_session() {
+            return Out::warn(
+                false,
+                format!(
+                    "session {} belongs to the parent process; a forked child does not destroy it",
+                    short_id(id)
+                ),
+            );
+        }
         let store = &self.store;
         if let Some(s) = self.session.as_mut().filter(|s| s.id == id) {
             let result = store.destroy(s);
@@ -252,6 +283,7 @@ impl Handler {
 
     /// Unlocks without writing, if still locked.
     pub fn close(&mut self) -> Out<bool> {
+        self.leave_parents_session();
         let Some(mut s) = self.session.take() else {
             return Out::ok(true);
         };
@@ -304,6 +336,9 @@ impl Drop for Handler {
     /// A handler object destroyed (or constructed again) with its session still
     /// open must not keep the lock until its ttl.
     fn drop(&mut self) {
+        if self.leave_parents_session() {
+            return;
+        }
         if let Some(mut s) = self.session.take() {
             let _ = self.store.close(&mut s);
         }

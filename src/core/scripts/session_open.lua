@@ -8,8 +8,15 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   return {0, -2}
 end
 if redis.call('SET', KEYS[2], ARGV[1] .. ':0', 'NX', 'PX', ARGV[2]) then
+  -- A script error does not undo what it did: if the data cannot be read (a key of
+  -- another type), unlock before failing.
+  local data = redis.pcall('GET', KEYS[1])
+  if type(data) == 'table' and data.err then
+    redis.call('DEL', KEYS[2])
+    return data
+  end
   redis.call('ZREM', KEYS[3], ARGV[4])
-  return {1, redis.call('GET', KEYS[1])}
+  return {1, data}
 end
 local wait = tonumber(ARGV[3])
 if wait > 0 then
