@@ -217,8 +217,9 @@ impl Lease {
                 conn.recycle();
                 metrics::incr(Counter::ConnectionErrors);
                 Err(Failure::Reply(Error::Connection(format!(
-                    "Redis at {} answered with an error: {e}{}",
+                    "Redis at {} answered with an error: {}{}",
                     self.endpoint.addr,
+                    server_error_text(&e),
                     auth_hint(&e)
                 ))))
             }
@@ -437,7 +438,11 @@ impl Lease {
             Err(Failure::TimedOut(e)) => return Err(unresolved(&e, hold.token.clone())),
             Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
-                let again = self.call(run).map_err(Failure::into_error)? == 1;
+                let again = match self.call(run) {
+                    Ok(n) => n == 1,
+                    // The first release may have run: say so, for the next release().
+                    Err(f) => return Err(unresolved(&f.into_error(), hold.token.clone())),
+                };
                 metrics::incr(Counter::UncertainResolved);
                 // Not ours any more: either our first release ran, or the lease ran
                 // out. While it cannot have run out yet, only our release explains it.
@@ -540,6 +545,16 @@ impl Lease {
             "Redis at {} gave an unexpected reply ({what}); is something else using the key?",
             self.endpoint.addr
         ))
+    }
+}
+
+/// A server error as Redis sent it ("NOPERM this user has no permissions..."),
+/// so operators can grep for Redis's own error codes.
+fn server_error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
     }
 }
 

@@ -218,6 +218,7 @@ impl Handler {
                     short_id(id)
                 ),
             ),
+            // The message after the colon says whether Redis refused or did not answer.
             Err(e) => Out::warn(false, format!("session {} was not {what}: {e}", short_id(id))),
         }
     }
