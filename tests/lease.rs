@@ -42,10 +42,10 @@ fn acquire_sets_token_and_fence_then_release_frees() {
     let other = lease(&server, "basic");
     assert!(other.acquire(SEC, Duration::ZERO).unwrap().is_none());
 
-    assert!(l.release(&hold).unwrap());
+    assert!(l.release(&hold, false).unwrap());
     assert!(!exists(&mut raw, "lock:{basic}"));
     assert!(
-        !l.release(&hold).unwrap(),
+        !l.release(&hold, false).unwrap(),
         "a second release must report the lease gone"
     );
 
@@ -63,7 +63,7 @@ fn fencing_tokens_rise_even_when_the_counter_is_lost() {
         let h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
         assert!(h.fence > last, "{} after {last}", h.fence);
         last = h.fence;
-        assert!(l.release(&h).unwrap());
+        assert!(l.release(&h, false).unwrap());
     }
     // A Redis restart without persistence loses the counter; tokens still rise.
     let mut raw = server.conn();
@@ -93,7 +93,7 @@ fn an_expired_holder_cannot_touch_the_new_holders_lock() {
         .acquire(SEC * 10, Duration::ZERO)
         .unwrap()
         .expect("free after expiry");
-    assert!(!a.release(&ha).unwrap());
+    assert!(!a.release(&ha, false).unwrap());
     assert!(!a.refresh(&mut ha, SEC * 10).unwrap());
     assert!(a.inspect(&ha.token).unwrap().is_none());
     let (left, fence) = b.inspect(&hb.token).unwrap().expect("b still holds");
@@ -133,7 +133,7 @@ fn a_waiter_is_woken_by_release_not_by_the_lease_running_out() {
         exists(&mut raw, "lock:{wake}:waiters")
     });
     let released_at = Instant::now();
-    assert!(holder.release(&h).unwrap());
+    assert!(holder.release(&h, false).unwrap());
     let (got, acquired_at, _) = t.join().unwrap();
     assert!(got);
     let gap = acquired_at.saturating_duration_since(released_at);
@@ -206,7 +206,7 @@ fn threads_contending_never_overlap() {
                 std::thread::sleep(Duration::from_micros(100));
                 counter.store(v + 1, std::sync::atomic::Ordering::SeqCst);
                 fences.push(h.fence);
-                assert!(l.release(&h).unwrap());
+                assert!(l.release(&h, false).unwrap());
             }
             fences
         }));
@@ -228,7 +228,7 @@ fn script_flush_falls_back_to_eval() {
     let h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
     let mut raw = server.conn();
     let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut raw).unwrap();
-    assert!(l.release(&h).unwrap());
+    assert!(l.release(&h, false).unwrap());
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn a_broken_pooled_connection_is_replaced_and_the_outcome_checked() {
         .query(&mut raw)
         .unwrap();
     assert!(
-        l.release(&h).unwrap(),
+        l.release(&h, false).unwrap(),
         "the release must go through on a fresh connection"
     );
     let h2 = l.acquire(SEC * 10, Duration::ZERO).unwrap().unwrap();
