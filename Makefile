@@ -1,7 +1,7 @@
 # Convenience targets; the scripts work without make on a fresh machine.
 SO := target/release/libredis_lease.so
 
-.PHONY: build test demo bench phpt cargo-test lint fmt clean
+.PHONY: build test demo bench valgrind soak phpt cargo-test lint fmt clean
 
 build:
 	bash scripts/build.sh
@@ -14,6 +14,14 @@ demo:
 
 bench:
 	bash scripts/bench.sh
+
+# The PHPT suite under valgrind (USE_ZEND_ALLOC=0); slow, not part of .ci/run.
+valgrind: build
+	bash scripts/valgrind.sh
+
+# 100,000 requests through php-fpm; reports worker RSS after warm-up and at the end.
+soak: build
+	bash scripts/soak.sh
 
 cargo-test:
 	cargo test --no-default-features --locked

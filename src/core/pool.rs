@@ -56,11 +56,10 @@ impl Conn {
                     .map(|i| pool.idle.swap_remove(i)),
                 _ => {
                     // First use, or first use after fork(): the inherited sockets belong
-                    // to the parent. Forget them without closing: a close would be harmless
-                    // but redis-rs may shut the socket down, which would cut the parent off.
-                    if let Some(old) = guard.take() {
-                        std::mem::forget(old.idle);
-                    }
+                    // to the parent. Dropping them only closes this process's copies of the
+                    // descriptors (redis-rs sends nothing and calls no shutdown() on drop),
+                    // so the parent's connections are untouched.
+                    drop(guard.take());
                     *guard = Some(Pool {
                         pid,
                         idle: Vec::new(),
