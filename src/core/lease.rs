@@ -613,16 +613,22 @@ pub fn seconds(name: &str, value: f64, allow_zero: bool) -> Result<Duration> {
         } else {
             value > 0.0
         };
+    // 1e300 written out in full would be a 300-digit message.
+    let given = if value.is_finite() && value.abs() >= 1e9 {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    };
     if !ok {
         let range = if allow_zero { ">= 0" } else { "> 0" };
         return Err(Error::invalid(format!(
-            "{name} must be a finite number of seconds {range} and <= {MAX_SECONDS}, {value} given"
+            "{name} must be a finite number of seconds {range} and <= {MAX_SECONDS}, {given} given"
         )));
     }
     let d = Duration::from_secs_f64(value);
     if !allow_zero && d < MIN_TTL {
         return Err(Error::invalid(format!(
-            "{name} must be at least 0.001 seconds, {value} given"
+            "{name} must be at least 0.001 seconds, {given} given"
         )));
     }
     Ok(d)
