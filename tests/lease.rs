@@ -237,24 +237,13 @@ fn a_broken_pooled_connection_is_replaced_and_the_outcome_checked() {
     let l = lease(&server, "broken");
     let h = l.acquire(SEC * 10, Duration::ZERO).unwrap().unwrap();
     // Cut every client connection, our pooled one included.
-    let mut raw = server.conn();
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("normal")
-        .query(&mut raw)
-        .unwrap();
+    server.kill_clients();
     assert!(
         l.release(&h, false).unwrap(),
         "the release must go through on a fresh connection"
     );
     let h2 = l.acquire(SEC * 10, Duration::ZERO).unwrap().unwrap();
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("normal")
-        .query(&mut server.conn())
-        .unwrap();
+    server.kill_clients();
     assert!(l.inspect(&h2.token).unwrap().is_some());
 }
 

@@ -343,12 +343,7 @@ fn a_save_on_a_broken_connection_is_applied_once_and_reported_right() {
     let s = store(&server, SessionConfig::default());
     let (mut sess, _) = s.open("cut").unwrap();
     // Cut every client connection, the store's pooled one included.
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("normal")
-        .query(&mut server.conn())
-        .unwrap();
+    server.kill_clients();
     assert_eq!(s.write(&mut sess, b"once", SEC * 60).unwrap(), Saved::Yes);
     assert_eq!(
         get(&server, "PHPREDIS_SESSION:cut").as_deref(),

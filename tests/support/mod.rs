@@ -79,6 +79,16 @@ impl RedisServer {
         assert!(ok, "kill -{sig} failed");
     }
 
+    /// Cuts every client connection (CLIENT KILL TYPE normal), pooled ones included.
+    pub fn kill_clients(&self) {
+        let _: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("normal")
+            .query(&mut self.conn())
+            .unwrap();
+    }
+
     pub fn conn(&self) -> redis::Connection {
         self.client().get_connection().unwrap()
     }
