@@ -99,16 +99,6 @@ impl Conn {
     }
 }
 
-/// Drops every pooled connection of this process (tests, and module shutdown).
-pub fn close_all() {
-    let mut guard = POOL.lock();
-    if let Some(pool) = guard.as_mut() {
-        if pool.pid == std::process::id() {
-            pool.idle.clear();
-        }
-    }
-}
-
 fn connect(ep: &Endpoint) -> Result<redis::Connection> {
     let addr = match &ep.addr {
         Addr::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
