@@ -219,7 +219,7 @@ impl SessionStore {
         let waiter = Token::generate();
         let ttl = self.config.lock_ttl;
         let waited = lease.wait_loop(self.config.lock_wait, |left| {
-            self.try_open(&lease, &data_key, ttl, left, &waiter)
+            self.try_open(id, &lease, &data_key, ttl, left, &waiter)
         })?;
         match waited.result {
             Some((mut hold, data)) => {
@@ -261,6 +261,7 @@ impl SessionStore {
     /// One lock-and-read attempt, resolving a lost reply like `Lease::try_acquire`.
     fn try_open(
         &self,
+        id: &str,
         lease: &Lease,
         data_key: &[u8],
         ttl: Duration,
@@ -308,7 +309,7 @@ impl SessionStore {
                         Err(Error::LockTimeout(format!(
                             "{} requests already wait for session {}; not waiting (max_waiters)",
                             self.config.max_waiters,
-                            short_id(lease_id(data_key, &self.config.prefix))
+                            short_id(id)
                         )))
                     }
                 }
@@ -564,10 +565,6 @@ pub fn short_id(id: &str) -> String {
         .take(6)
         .collect();
     format!("'{shown}…'")
-}
-
-fn lease_id<'a>(data_key: &'a [u8], prefix: &str) -> &'a str {
-    std::str::from_utf8(&data_key[prefix.len().min(data_key.len())..]).unwrap_or("")
 }
 
 fn bad_reply(lease: &Lease, what: &dyn std::fmt::Display) -> Error {
