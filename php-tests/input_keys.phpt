@@ -65,10 +65,15 @@ rl_same('no key was created for the refused keys', [], $raw->cmd('KEYS', 'lock:{
 
 /* ---- Binary keys ---- */
 
-// Every single byte value as a one-byte key.
+// Every single byte value as a one-byte key, but '}': a key that starts with it
+// would leave the Redis Cluster hash tag of "lock:{}…}" empty (its keys would
+// spread over slots), so it is refused.
 $byteProblems = [];
 for ($b = 0; $b < 256; $b++) {
     $key = chr($b);
+    if ($key === '}') {
+        continue;
+    }
     $problem = '';
     try {
         $l = new DistributedLock($key, 5.0, $dsn);
@@ -91,7 +96,13 @@ for ($b = 0; $b < 256; $b++) {
         $byteProblems[] = sprintf('0x%02x: %s', $b, $problem);
     }
 }
-rl_ok('all 256 one-byte keys: accepted, lock:{<byte>} in Redis, getKey() identical, released',
+foreach (['}', '}x', "}\0{", '}{tag}'] as $key) {
+    $e = rl_throws('a key starting with "}" (' . show($key) . ') is a ValueError', ValueError::class,
+        fn() => new DistributedLock($key, 5.0, $dsn));
+    rl_ok('... naming $key and the hash tag', $e !== null && str_contains($e->getMessage(), '$key')
+        && str_contains($e->getMessage(), 'hash tag'), $e ? $e->getMessage() : '');
+}
+rl_ok('all 255 other one-byte keys: accepted, lock:{<byte>} in Redis, getKey() identical, released',
     $byteProblems === [], count($byteProblems) . ' byte(s) failed, e.g. ' . implode('; ', array_slice($byteProblems, 0, 4)));
 rl_same('one-byte keys: the reference lock still works on the same connection', '', ref_works($ref));
 
@@ -108,7 +119,7 @@ $binaryKeys = [
     'invalid UTF-8: UTF-16 surrogate' => "\xed\xa0\x80",
     'invalid UTF-8: 0xff 0xfe' => "\xff\xfe",
     'RESP look-alike' => "\r\n*1\r\n\$4\r\nPING\r\n",
-    'braces and NUL' => "}\0{",
+    'braces and NUL' => "{\0}}{",
     '1024 random bytes' => random_bytes(1024),
 ];
 foreach ($binaryKeys as $label => $key) {
@@ -176,7 +187,15 @@ ok: 10 MB with NUL bytes: refused quickly (< 0.5 s)
 ok: 10 MB with NUL bytes: the message is short and names $key
 ok: 10 MB with NUL bytes: a normal call on the same connection still works
 ok: no key was created for the refused keys
-ok: all 256 one-byte keys: accepted, lock:{<byte>} in Redis, getKey() identical, released
+ok: a key starting with "}" ('}') is a ValueError
+ok: ... naming $key and the hash tag
+ok: a key starting with "}" ('}x') is a ValueError
+ok: ... naming $key and the hash tag
+ok: a key starting with "}" ('}\x00{') is a ValueError
+ok: ... naming $key and the hash tag
+ok: a key starting with "}" ('}{tag}') is a ValueError
+ok: ... naming $key and the hash tag
+ok: all 255 other one-byte keys: accepted, lock:{<byte>} in Redis, getKey() identical, released
 ok: one-byte keys: the reference lock still works on the same connection
 ok: all 256 byte values in one key: accepted
 ok: all 256 byte values in one key: getKey() returns the same bytes

@@ -36,7 +36,7 @@ function sample(RlRaw $raw, array &$seen): void
 }
 
 /* ---- Locks under redis_lease.lock_prefix (ini) ---- */
-$keys = ['plain', '}', '{', '}{', 'x}:fence', ':waiters', 'lock:', 'PHPREDIS_SESSION:abc', '*', '../../etc',
+$keys = ['plain', 'x}', '{', '{}', '{}{', 'x}:fence', ':waiters', 'lock:', 'PHPREDIS_SESSION:abc', '*', '../../etc',
     "\r\nDEL x\r\n", "bin\0\xff", str_repeat('z', 1024), 'tenantB:other-locks/fake'];
 $fences = 0;
 foreach ($keys as $k) {

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 files() {
-    printf '%s\n' config.m4 ext/config.m4 ext/Makefile.frag Cargo.toml Cargo.lock LICENSE README.md \
+    printf '%s\n' config.m4 ext/config.m4 ext/Makefile.frag Cargo.toml Cargo.lock build.rs LICENSE README.md \
         stubs/redis_lease.stub.php
     git ls-files src | sort
 }

@@ -9,7 +9,8 @@
  *
  * ini settings (all PHP_INI_ALL):
  * - redis_lease.dsn             Redis used when no DSN is given. Default "redis://127.0.0.1:6379".
- * - redis_lease.lock_prefix     Prefix of lock keys. Default "lock:".
+ * - redis_lease.lock_prefix     Prefix of lock keys. Default "lock:". At most 256 printable characters
+ *                               without '{' or '}' (they would break the one-slot rule on Redis Cluster).
  * - redis_lease.connect_timeout Seconds to wait for a connection, when the DSN sets none. Default 1.
  * - redis_lease.read_timeout    Seconds to wait for a reply, when the DSN sets none. Default 2.
  * - redis_lease.session.locking         on/off. Default on. Off: last writer wins, as phpredis by default.
@@ -37,8 +38,13 @@ namespace {
      * release or extend it) and a fencing token, a number that rises with every grant of the key,
      * for storage that must reject the late writes of a holder that was paused past its lease.
      *
-     * Keys in Redis: `<lock_prefix>{<key>}` (the lease), and `...:fence`, `...:wake`, `...:waiters`
-     * beside it, all in one Redis Cluster slot.
+     * Keys in Redis: `<lock_prefix>{<key>}` (the lease), and `...:fence` (the fencing counter,
+     * kept an hour after the last grant), `...:waiters` and `...:terms` (the queue), `...:wake:<token>`
+     * (one waiter's wake-up) and `...:void:<token>` beside it, all in one Redis Cluster slot, all expiring.
+     *
+     * Waiters are served first come, first served: a release hands the lock straight to the waiter
+     * that has waited longest (it wakes up holding it), so a process that releases and asks again
+     * at once queues behind everyone already waiting.
      *
      * The object releases its hold when it is destroyed (unset, end of request), in the process
      * that created it only: a child made by pcntl_fork() does not release its parent's lock.
@@ -46,21 +52,27 @@ namespace {
     final class DistributedLock
     {
         /**
-         * @param string $key The lock's name: 1 to 1024 bytes, any bytes (binary-safe).
-         * @param float $ttl Lease length in seconds: > 0 and at most 2592000 (30 days).
+         * @param string $key The lock's name: 1 to 1024 bytes, any bytes (binary-safe), but not
+         *        starting with '}' (the Redis Cluster hash tag of its keys would be empty).
+         * @param float $ttl Lease length in seconds: > 0 and at most 2592000 (30 days). Redis counts
+         *        in milliseconds: the ttl is rounded up to a whole millisecond (so at least 1 ms).
          * @param string|null $dsn Redis to use, e.g. "redis://user:pass@host:6379/0",
          *        "unix:///run/redis.sock", or phpredis's "tcp://host:6379?auth=pass&database=0".
          *        Null: the ini setting redis_lease.dsn.
-         * @throws \ValueError on an empty or over-long key, a ttl out of range, or a malformed DSN.
+         * @throws \ValueError on an empty, over-long or '}'-first key, a ttl out of range, a malformed
+         *         DSN, or a redis_lease.lock_prefix with braces.
          */
         public function __construct(string $key, float $ttl = 30.0, ?string $dsn = null) {}
 
         /**
          * Takes the lock, waiting up to `$wait` seconds for its holder to release it.
          *
-         * Waiting is not polling: the waiter sleeps until the holder releases (it is woken within
-         * about one Redis round trip) or the holder's lease runs out, and never past `$wait`.
-         * Calling it while holding the lock returns true without taking a new lease.
+         * Waiting is not polling: the waiter queues (first come, first served) and sleeps until a
+         * release hands it the lock (it wakes up holding it) or the holder's lease runs out, and
+         * never past `$wait`; it also asks again every second, which tells the queue it is alive.
+         * Calling it while holding the lock extends our lease to the full ttl and returns true,
+         * without taking a new one (false, and a new lease is sought, if ours was lost meanwhile).
+         * After a release() that timed out, that release is completed first and a fresh lease taken.
          *
          * @param float $wait Seconds to wait: >= 0 (0: try once) and at most 2592000.
          * @return bool True: we hold it. False: another holder still has it after `$wait`.
@@ -72,7 +84,7 @@ namespace {
         public function acquire(float $wait = 0.0): bool {}
 
         /**
-         * Releases the lock if our lease still holds it, and wakes the next waiter.
+         * Releases the lock if our lease still holds it, handing it to the first waiter.
          *
          * @return bool True: it was ours and is now free. False: we did not hold it, or our
          *         lease had expired (and someone else may have held it meanwhile).
@@ -110,8 +122,9 @@ namespace {
          * Tokens of one key rise strictly with every grant, by any process. Pass the token to the
          * storage you protect and have it reject writes with a lower token than it has seen.
          * Tokens are at least the Redis server's clock in microseconds, so they keep rising even
-         * when Redis restarts without persistence or fails over to a replica that missed the
-         * last grants, as long as the servers' clocks do not step back.
+         * when Redis restarts without persistence, fails over to a replica that missed the last
+         * grants, or drops the counter (it expires an hour after the key's last grant), as long
+         * as the servers' clocks do not step back by more than that.
          */
         public function getFencingToken(): ?int {}
 
@@ -120,8 +133,9 @@ namespace {
 
         /**
          * Acquires the lock (waiting up to `$wait` seconds), runs `$callback`, and always releases.
-         * Called while this object already holds the lock (nested, or after acquire()), it just runs
-         * the callback and leaves the release to the outer holder.
+         * Called while this object already holds the lock (nested, or after acquire()), it checks
+         * (and extends) that lease, runs the callback and leaves the release to the outer holder;
+         * if that lease was lost, it throws LockLostException without running the callback.
          *
          * The lock is released after a normal return, after an exception (which is rethrown
          * unchanged) and after a fatal error in the callback.
@@ -131,8 +145,9 @@ namespace {
          * @return mixed What `$callback` returned.
          * @throws \RedisLease\LockTimeoutException when the lock could not be acquired in time.
          * @throws \RedisLease\LockLostException when the lease expired or was taken before the
-         *         callback returned. The callback's result is discarded then: its work ran (partly)
-         *         without the lock. Raise the ttl, or call refresh() from inside the callback.
+         *         callback returned, even if the callback then took a new one (a nested acquire()).
+         *         The callback's result is discarded then: its work ran (partly) without the lock.
+         *         Raise the ttl, or call refresh() from inside the callback.
          * @throws \RedisLease\ConnectionException
          */
         public function synchronized(callable $callback, float $wait = 10.0): mixed {}
@@ -146,7 +161,9 @@ namespace {
      * requests of one session take turns and no write is lost. The lock is a lease (lock_ttl):
      * if a request outlives it and another request takes the session, the late request's write is
      * rejected (a warning, and write() returns false), so it never overwrites newer data.
-     * A locked request costs two Redis round trips: lock+read, and write+unlock.
+     * A locked request costs two Redis round trips: lock+read, and write+unlock. Requests waiting for
+     * a session are served first come, first served: the unlock hands the lock, with the data just
+     * written, straight to the request that has waited longest.
      *
      * Keys (phpredis-compatible): data at `<prefix><id>` as PHP's serialized string with the ttl
      * session.gc_maxlifetime; the lock at `{<prefix><id>}:lock`, in the same Redis Cluster slot.
@@ -182,7 +199,11 @@ namespace {
         /** Writes the data and unlocks, only if this request's lease still holds the lock. */
         public function write(string $id, string $data): bool {}
 
-        /** Deletes the session's data and unlocks it. */
+        /**
+         * Deletes the session's data and unlocks it. In a read-only request (on_lock_timeout =
+         * readonly) or for a session this request does not hold, it also revokes the lease of the
+         * request holding it, whose later write is then refused: a logout always takes effect.
+         */
         public function destroy(string $id): bool {}
 
         /** Redis expires sessions by their ttl: always 0. */

@@ -13,6 +13,9 @@
  *         the client's connection. `flush` later delivers the held commands to
  *         Redis on a fresh connection: a late arrival of a command whose sender
  *         gave up on it (as when it sat in a socket buffer).
+ *   stall as hold, but leave the client's connection open and silent: the
+ *         client's read times out (a stopped or overloaded Redis), and the
+ *         command reaches Redis only when `flush` delivers it.
  *   down  stop listening and close every connection (connections are refused);
  *   up    listen again on the same port.
  *
@@ -159,6 +162,8 @@ final class FpPair
      */
     public array $pending = [];
     public bool $closed = false;
+    /** A command of this client is stalled: nothing more of it is forwarded. */
+    public bool $stalled = false;
 
     public function __construct($client, $upstream)
     {
@@ -183,7 +188,7 @@ final class FaultProxyServer
     private $listener = null;
     /** @var FpPair[] */
     private array $pairs = [];
-    /** The armed rule: ['action' => 'cut'|'hold', 'match' => [needles], 'then' => null|'down'], or null. */
+    /** The armed rule: ['action' => 'cut'|'hold'|'stall', 'match' => [needles], 'then' => null|'down'], or null. */
     private ?array $rule = null;
     /** Raw bytes of held commands, in arrival order. */
     private array $held = [];
@@ -357,15 +362,22 @@ final class FaultProxyServer
     /** Frame whole commands from the client; forward, cut or hold each one. */
     private function onClientBytes(FpPair $p): void
     {
-        while (!$p->closed && ($end = fp_resp_end($p->fromClient)) !== null) {
+        while (!$p->closed && !$p->stalled && ($end = fp_resp_end($p->fromClient)) !== null) {
             $raw = substr($p->fromClient, 0, $end);
             $p->fromClient = (string) substr($p->fromClient, $end);
             if ($this->matches($raw)) {
                 $rule = $this->rule;
                 $this->rule = null; // one-shot
-                if ($rule['action'] === 'hold') {
+                if ($rule['action'] === 'hold' || $rule['action'] === 'stall') {
                     $this->held[] = $raw;
                     $this->stats['holds']++;
+                    if ($rule['action'] === 'stall') {
+                        // Nothing more is read from this client: it waits for a reply
+                        // that never comes, until it gives up and closes.
+                        $p->stalled = true;
+                        $this->out(['type' => 'event', 'event' => 'stall', 'command' => fp_describe_command($raw)]);
+                        return;
+                    }
                     $p->close();
                     $this->out(['type' => 'event', 'event' => 'hold', 'command' => fp_describe_command($raw)]);
                     if ($rule['then'] === 'down') {
@@ -457,8 +469,8 @@ final class FaultProxyServer
     {
         switch ($cmd['cmd'] ?? '') {
             case 'arm':
-                if (!in_array($cmd['action'] ?? '', ['cut', 'hold'], true) || empty($cmd['match'])) {
-                    return ['ok' => false, 'error' => 'arm needs action cut|hold and match'];
+                if (!in_array($cmd['action'] ?? '', ['cut', 'hold', 'stall'], true) || empty($cmd['match'])) {
+                    return ['ok' => false, 'error' => 'arm needs action cut|hold|stall and match'];
                 }
                 $this->rule = ['action' => $cmd['action'], 'match' => array_values($cmd['match']),
                     'then' => $cmd['then'] ?? null];

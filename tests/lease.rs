@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::error::Error;
-use redis_lease::core::lease::{Attempt, Lease, LeaseKeys};
+use redis_lease::core::lease::{Lease, LeaseKeys};
 use support::{await_until, exists, RedisServer};
 
 fn lease(server: &RedisServer, name: &str) -> Lease {
@@ -96,9 +96,9 @@ fn an_expired_holder_cannot_touch_the_new_holders_lock() {
     assert!(!a.release(&ha, false).unwrap());
     assert!(!a.refresh(&mut ha, SEC * 10).unwrap());
     assert!(a.inspect(&ha.token).unwrap().is_none());
-    let (left, fence) = b.inspect(&hb.token).unwrap().expect("b still holds");
-    assert_eq!(fence, hb.fence);
-    assert!(left.unwrap() > SEC * 9);
+    let owned = b.inspect(&hb.token).unwrap().expect("b still holds");
+    assert_eq!(owned.fence, hb.fence);
+    assert!(owned.left.unwrap() > SEC * 9);
 }
 
 #[test]
@@ -107,8 +107,8 @@ fn refresh_extends_only_our_lease() {
     let l = lease(&server, "refresh");
     let mut h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
     assert!(l.refresh(&mut h, SEC * 60).unwrap());
-    let (left, _) = l.inspect(&h.token).unwrap().unwrap();
-    assert!(left.unwrap() > SEC * 59);
+    let owned = l.inspect(&h.token).unwrap().unwrap();
+    assert!(owned.left.unwrap() > SEC * 59);
     assert_eq!(h.ttl, SEC * 60);
 }
 
@@ -282,24 +282,30 @@ fn a_foreign_value_in_the_lock_key_is_an_error() {
         .query(&mut raw)
         .unwrap();
     let err = lease(&server, "typed")
-        .try_acquire(SEC, Duration::ZERO)
+        .acquire(SEC, Duration::ZERO)
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Connection(m) if m.contains("WRONGTYPE")),
+        matches!(&err, Error::Reply(m) if m.contains("WRONGTYPE")),
         "{err:?}"
     );
-    // A lock key without expiry (set by hand) is contention with no end in sight.
+    // A lock key without expiry (set by hand) is contention with no end in sight:
+    // a waiter sleeps until its own deadline, and gets nothing.
     let _: () = redis::cmd("SET")
         .arg("lock:{plain}")
         .arg("someone")
         .query(&mut raw)
         .unwrap();
-    assert!(matches!(
-        lease(&server, "plain")
-            .try_acquire(SEC, Duration::ZERO)
-            .unwrap(),
-        Attempt::Busy(None)
-    ));
+    let start = Instant::now();
+    assert!(lease(&server, "plain")
+        .acquire(SEC, Duration::from_millis(200))
+        .unwrap()
+        .is_none());
+    assert!(start.elapsed() >= Duration::from_millis(200));
+    let value: String = redis::cmd("GET")
+        .arg("lock:{plain}")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(value, "someone", "never overwritten");
 }
 
 #[test]
@@ -363,18 +369,223 @@ fn a_voided_token_takes_nothing_when_its_attempt_arrives_late() {
     assert!(l.resolve(&token, SEC * 30).unwrap().is_none());
     // Now the lost attempt reaches Redis.
     let mut raw = server.conn();
-    let reply: (i64, i64) = redis::Script::new(include_str!("../src/core/scripts/acquire.lua"))
+    let reply: (i64, i64) = redis_lease::core::scripts::ACQUIRE
         .key("lock:{late}")
         .key("lock:{late}:fence")
         .key("lock:{late}:waiters")
+        .key("lock:{late}:terms")
         .key(l.keys.void(&token))
         .arg(token.as_str())
         .arg(30_000)
-        .arg(0)
+        .arg(5_000)
         .invoke(&mut raw)
         .unwrap();
-    assert_eq!(reply.0, 0, "a voided attempt must not take the lock");
+    assert_eq!(reply, (0, -2), "a voided attempt must not take the lock");
     assert!(!exists(&mut raw, "lock:{late}"));
+    assert!(!exists(&mut raw, "lock:{late}:waiters"), "nor queue for it");
     // Everyone else is unaffected.
     assert!(l.acquire(SEC, Duration::ZERO).unwrap().is_some());
+}
+
+/// Every key in Redis has an expiry (session data too: the gc lifetime).
+fn assert_every_key_expires(server: &RedisServer, when: &str) {
+    let mut raw = server.conn();
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut raw).unwrap();
+    for key in keys {
+        let pttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut raw).unwrap();
+        assert!(
+            pttl > 0 || pttl == -2,
+            "{when}: {} has no expiry",
+            String::from_utf8_lossy(&key)
+        );
+    }
+}
+
+#[test]
+fn no_key_is_left_without_an_expiry() {
+    use redis_lease::core::session::{SessionConfig, SessionStore};
+    let server = RedisServer::start();
+    let l = lease(&server, "expiring");
+    let h = l.acquire(SEC * 5, Duration::ZERO).unwrap().unwrap();
+    assert_every_key_expires(&server, "held");
+    // A waiter that gives up, one that gets the lock handed over, a voided token.
+    assert!(lease(&server, "expiring")
+        .acquire(SEC, Duration::from_millis(50))
+        .unwrap()
+        .is_none());
+    let waiter = {
+        let l = lease(&server, "expiring");
+        std::thread::spawn(move || l.acquire(SEC * 5, SEC * 5).unwrap())
+    };
+    let mut raw = server.conn();
+    await_until(SEC * 5, "the waiter to queue", || {
+        exists(&mut raw, "lock:{expiring}:waiters")
+    });
+    assert_every_key_expires(&server, "a waiter queued");
+    assert!(l.release(&h, false).unwrap());
+    let handed = waiter.join().unwrap().expect("handed over");
+    assert_every_key_expires(&server, "handed over");
+    assert!(l
+        .resolve(&redis_lease::core::lease::Token::generate(), SEC)
+        .unwrap()
+        .is_none());
+    assert!(l.release(&handed, false).unwrap());
+    assert_every_key_expires(&server, "released");
+    assert!(
+        exists(&mut raw, "lock:{expiring}:fence"),
+        "the fencing counter outlives the lease (for a while)"
+    );
+
+    // Sessions: a locked request, a waiting one, a destroy.
+    let ep = Arc::new(Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap());
+    let store = Arc::new(SessionStore::new(ep, SessionConfig::default()));
+    let (mut first, _) = store.open("expiring1").unwrap();
+    let second = {
+        let store = store.clone();
+        std::thread::spawn(move || store.open("expiring1").map(|(s, _)| s))
+    };
+    await_until(SEC * 5, "the second request to queue", || {
+        exists(&mut raw, "{PHPREDIS_SESSION:expiring1}:lock:waiters")
+    });
+    assert_every_key_expires(&server, "a session request waiting");
+    store.write(&mut first, b"a|i:1;", SEC * 60).unwrap();
+    let mut second = second.join().unwrap().unwrap();
+    store.destroy(&mut second).unwrap();
+    store.delete("expiring2").unwrap();
+    assert_every_key_expires(&server, "sessions written and destroyed");
+}
+
+#[test]
+fn release_and_session_unlock_under_oom_finish_or_change_nothing() {
+    use redis_lease::core::session::{Saved, SessionConfig, SessionStore};
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let l = lease(&server, "oom");
+    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().unwrap();
+    let waiter = {
+        let l = lease(&server, "oom");
+        std::thread::spawn(move || l.acquire(SEC * 30, SEC * 10).unwrap())
+    };
+    await_until(SEC * 5, "the waiter to queue", || {
+        exists(&mut raw, "lock:{oom}:waiters")
+    });
+    let ep = Arc::new(Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap());
+    let store = Arc::new(SessionStore::new(ep, SessionConfig::default()));
+    let _: () = redis::cmd("SET")
+        .arg("PHPREDIS_SESSION:oom")
+        .arg("old")
+        .query(&mut raw)
+        .unwrap();
+    let (mut session, _) = store.open("oom").unwrap();
+    let next = {
+        let store = store.clone();
+        std::thread::spawn(move || store.open("oom").map(|(_, data)| data))
+    };
+    await_until(SEC * 5, "the second request to queue", || {
+        exists(&mut raw, "{PHPREDIS_SESSION:oom}:lock:waiters")
+    });
+    // Redis out of memory: writes that may grow it are refused.
+    let _: () = redis::cmd("SET")
+        .arg("ballast")
+        .arg(vec![b'x'; 4 << 20])
+        .query(&mut raw)
+        .unwrap();
+    for (k, v) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1mb")] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut raw)
+            .unwrap();
+    }
+    let refused = lease(&server, "oom-new").acquire(SEC, Duration::ZERO);
+    assert!(
+        matches!(&refused, Err(Error::Reply(m)) if m.contains("OOM")),
+        "{refused:?}"
+    );
+    assert!(
+        !exists(&mut raw, "lock:{oom-new}"),
+        "a refused acquire wrote nothing"
+    );
+    assert!(!exists(&mut raw, "lock:{oom-new}:fence"));
+
+    // A release frees memory: it runs to the end, handing the lock over.
+    assert!(l.release(&h, false).unwrap());
+    let handed = waiter.join().unwrap().expect("the waiter got the lock");
+    // A session write may grow memory: refused as a whole, the lock still ours.
+    let err = store.write(&mut session, b"new", SEC * 60).unwrap_err();
+    assert!(
+        matches!(&err, Error::Reply(m) if m.contains("OOM")),
+        "{err:?}"
+    );
+    let data: String = redis::cmd("GET")
+        .arg("PHPREDIS_SESSION:oom")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(data, "old", "nothing half-written");
+    // Unlocking (after the failed write) frees: the next request gets lock and data.
+    assert!(store.close(&mut session).unwrap());
+    assert_eq!(next.join().unwrap().unwrap().as_deref(), Some(&b"old"[..]));
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query(&mut raw)
+        .unwrap();
+    assert!(l.release(&handed, false).unwrap());
+    let _ = Saved::Yes;
+}
+
+#[test]
+fn waiters_get_the_lock_in_arrival_order_and_a_releaser_cannot_barge() {
+    let server = RedisServer::start();
+    let holder = lease(&server, "fifo");
+    let h = holder.acquire(SEC * 30, Duration::ZERO).unwrap().unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut raw = server.conn();
+    let mut threads = Vec::new();
+    for id in 0..6 {
+        let l = lease(&server, "fifo");
+        let order = order.clone();
+        let mut own = server.conn();
+        threads.push(std::thread::spawn(move || {
+            for _ in 0..3 {
+                let h = l
+                    .acquire(SEC * 30, SEC * 30)
+                    .unwrap()
+                    .expect("its turn came");
+                let holds = {
+                    let mut order = order.lock().unwrap();
+                    order.push(id);
+                    order.len()
+                };
+                // Everyone else who still wants the lock asks again at once on release;
+                // release only once they all have (a preempted thread would
+                // otherwise rightly come later).
+                let others = 5.min(18 - holds) as i64;
+                await_until(SEC * 5, "the others to queue", || {
+                    redis::cmd("ZCARD")
+                        .arg("lock:{fifo}:waiters")
+                        .query::<i64>(&mut own)
+                        .unwrap()
+                        == others
+                });
+                assert!(l.release(&h, false).unwrap());
+            }
+        }));
+        // The next one comes only once this one has queued.
+        await_until(SEC * 5, "the waiter to queue", || {
+            redis::cmd("ZCARD")
+                .arg("lock:{fifo}:waiters")
+                .query::<i64>(&mut raw)
+                .unwrap()
+                == id + 1
+        });
+    }
+    assert!(holder.release(&h, false).unwrap());
+    for t in threads {
+        t.join().unwrap();
+    }
+    let expected: Vec<i64> = (0..3).flat_map(|_| 0..6).collect();
+    assert_eq!(*order.lock().unwrap(), expected);
 }

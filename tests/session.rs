@@ -324,7 +324,13 @@ fn a_sessions_keys_share_one_cluster_slot_with_phpredis_data_key() {
     };
     let id = "k3jd82hs0a9sdf";
     let data = slot(&format!("PHPREDIS_SESSION:{id}"));
-    for suffix in [":lock", ":lock:wake", ":lock:waiters"] {
+    for suffix in [
+        ":lock",
+        ":lock:wake:0123",
+        ":lock:waiters",
+        ":lock:terms",
+        ":lock:void:0123",
+    ] {
         assert_eq!(
             slot(&format!("{{PHPREDIS_SESSION:{id}}}{suffix}")),
             data,
@@ -332,7 +338,7 @@ fn a_sessions_keys_share_one_cluster_slot_with_phpredis_data_key() {
         );
     }
     let lock = slot("lock:{orders}");
-    for suffix in [":fence", ":wake", ":waiters", ":void:0123"] {
+    for suffix in [":fence", ":wake:0123", ":waiters", ":terms", ":void:0123"] {
         assert_eq!(slot(&format!("lock:{{orders}}{suffix}")), lock, "{suffix}");
     }
 }
@@ -354,4 +360,67 @@ fn a_save_on_a_broken_connection_is_applied_once_and_reported_right() {
         None,
         "unlocked"
     );
+}
+
+#[test]
+fn every_accepted_lock_name_keeps_its_keys_in_one_cluster_slot() {
+    use rand::{Rng, SeedableRng};
+    use redis_lease::core::lease::{check_lock_name, check_lock_prefix, LeaseKeys, Token};
+    let server = RedisServer::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ]);
+    let mut raw = server.conn();
+    let mut slot = |key: &[u8]| -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut raw)
+            .unwrap()
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(10);
+    let alphabet = b"{}ab:\0";
+    let mut names: Vec<Vec<u8>> = ["}", "{", "{}", "}{", "a}", "{a}", "}}", "x{}y"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    for _ in 0..300 {
+        let len = rng.random_range(1..8);
+        names.push(
+            (0..len)
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect(),
+        );
+    }
+    let token = Token::generate();
+    let mut refused = 0;
+    for name in names {
+        if check_lock_name(&name).is_err() {
+            assert_eq!(name[0], b'}', "{name:?} refused");
+            refused += 1;
+            continue;
+        }
+        let keys = LeaseKeys::for_lock(b"lock:", &name);
+        let lock = slot(&keys.lock);
+        let (wake, void) = (keys.wake(&token), keys.void(&token));
+        for key in [keys.fence, keys.waiters, keys.terms, wake, void] {
+            assert_eq!(
+                slot(&key),
+                lock,
+                "{name:?}: {}",
+                String::from_utf8_lossy(&key)
+            );
+        }
+    }
+    assert!(
+        refused > 0,
+        "names starting with '}}' came up and were refused"
+    );
+    for bad in ["{}", "a{", "}x", "p{q}:"] {
+        assert!(check_lock_prefix(bad.as_bytes()).is_err(), "{bad}");
+    }
+    assert!(check_lock_prefix(b"lock:").is_ok());
+    assert!(check_lock_prefix(b"").is_ok());
 }

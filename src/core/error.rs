@@ -10,10 +10,15 @@ pub enum Error {
     #[error("{0}")]
     InvalidArgument(String),
 
-    /// Redis could not be reached, timed out, or answered with an error reply.
-    /// Never used for contention: a lock held by someone else is not an error.
+    /// Redis could not be reached, or timed out. Never used for contention: a
+    /// lock held by someone else is not an error.
     #[error("{0}")]
     Connection(String),
+
+    /// Redis answered with an error reply (NOPERM, OOM, WRONGTYPE, READONLY...):
+    /// the command changed nothing, and asking again will not help.
+    #[error("{0}")]
+    Reply(String),
 
     /// A session's lock could not be had in time (or too many requests already
     /// wait for it). Contention, not failure: the message says which.

@@ -1,15 +1,19 @@
-//! The lease engine: acquire, wait, refresh, inspect and release one lease.
+//! The lease engine: claim, wait, refresh, inspect and release one lease.
 //!
 //! A lease is a Redis string `token:fence` with a millisecond expiry. The token is
-//! 128 random bits, fresh for every attempt, so only the attempt that set it can
-//! release, extend or claim it. The fence is a number that rises with every grant
-//! of the key, for storage that must reject a paused holder's late writes.
+//! 128 random bits, fresh for every acquire call, so only that call can release,
+//! extend or claim it. The fence is a number that rises with every grant of the
+//! key, for storage that must reject a paused holder's late writes.
+//!
+//! Waiting is a FIFO queue with direct handoff (see scripts/lib.lua): a waiter
+//! queues its token and sleeps in BLPOP on its own list; a release sets the lock
+//! to the first waiter's token and pushes onto that list, so the waiter wakes up
+//! holding the lock, with no further round trip. A holder that dies never
+//! releases: waiters sleep no longer than its remaining lease, then try again.
 //!
 //! Uncertain outcomes are resolved, not guessed: when a connection fails after a
-//! command may have reached Redis, the engine asks again on a fresh connection
-//! what our token holds. A waiter sleeps in BLPOP on a per-key wake list that the
-//! releaser pushes to, bounded by the holder's remaining lease (a crashed holder
-//! never releases) and by the caller's deadline.
+//! command may have reached Redis, the engine asks on a fresh connection what our
+//! token holds (and voids it if nothing, so a late arrival takes nothing).
 
 use std::fmt;
 use std::sync::Arc;
@@ -21,18 +25,27 @@ use redis::{ErrorKind, FromRedisValue, Value};
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter, Timing};
-use crate::core::pool::{connection_error, Conn};
+use crate::core::pending;
+use crate::core::pool::{self, connection_error, Conn};
 use crate::core::scripts;
 
 /// Longest lease or wait we accept: 30 days. Longer values are almost surely a
 /// unit mistake (milliseconds given as seconds), and would overflow Redis's PX.
 pub const MAX_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
 
-/// How long after its timeout we still listen for a BLPOP reply.
-const BLPOP_SLACK: Duration = Duration::from_millis(5);
+/// The longest a waiter sleeps before it asks again. Its question tells the
+/// queue it is alive (lib.lua's NAP_MS), and catches a lock left free or held by
+/// a lease that ended without a release (a holder, or a waiter it was handed to,
+/// that died), whatever lease the waiter last saw.
+const MAX_NAP: Duration = Duration::from_secs(1);
 
-/// Shortest lease: Redis expiries are in milliseconds.
-pub const MIN_TTL: Duration = Duration::from_millis(1);
+/// How long after its timeout we still listen for a BLPOP reply that ends the
+/// wait: Redis checks blocking timeouts only on its event-loop tick (100 ms at the
+/// default hz 10), so its own reply may come that much later. At the deadline we
+/// stop listening after `BLPOP_SLACK` (dropping that connection); before it, a
+/// nap waits for Redis's own timeout reply, and the connection stays.
+const BLPOP_SLACK: Duration = Duration::from_millis(5);
+const BLPOP_TICK: Duration = Duration::from_millis(150);
 
 /// How much earlier than the lease we assume it may end, to cover the clock
 /// difference between this host and Redis (Redlock's drift allowance).
@@ -73,37 +86,71 @@ impl fmt::Debug for Token {
 pub struct LeaseKeys {
     pub lock: Vec<u8>,
     pub fence: Vec<u8>,
-    pub wake: Vec<u8>,
+    /// The queue: waiting tokens in arrival order (a sorted set).
     pub waiters: Vec<u8>,
+    /// Each waiter's ttl and deadline (a hash).
+    pub terms: Vec<u8>,
+    /// A session's data, when the lease locks a session: unlocking hands the data
+    /// to the next waiter along with the lock.
+    pub data: Option<Vec<u8>>,
 }
 
 impl LeaseKeys {
-    /// Keys of a named lock: `prefix{name}`, `prefix{name}:fence`, `:wake`, `:waiters`.
+    /// Keys of a named lock: `prefix{name}`, and `:fence`, `:waiters`, `:terms`
+    /// after it. See [`check_lock_name`] for the names that fit.
     pub fn for_lock(prefix: &[u8], name: &[u8]) -> LeaseKeys {
         let mut lock = Vec::with_capacity(prefix.len() + name.len() + 2);
         lock.extend_from_slice(prefix);
         lock.push(b'{');
         lock.extend_from_slice(name);
         lock.push(b'}');
-        LeaseKeys::with_base(lock)
+        LeaseKeys::with_base(lock, None)
     }
 
     /// Keys built from an already hash-tagged lock key (sessions use their own).
-    pub fn with_base(lock: Vec<u8>) -> LeaseKeys {
+    pub fn with_base(lock: Vec<u8>, data: Option<Vec<u8>>) -> LeaseKeys {
         let suffixed = |s: &[u8]| [lock.as_slice(), s].concat();
         LeaseKeys {
             fence: suffixed(b":fence"),
-            wake: suffixed(b":wake"),
             waiters: suffixed(b":waiters"),
+            terms: suffixed(b":terms"),
             lock,
+            data,
         }
     }
-}
 
-impl LeaseKeys {
     /// Marks `token` as given up on (see resolve.lua).
     pub fn void(&self, token: &Token) -> Vec<u8> {
         [self.lock.as_slice(), b":void:", token.as_str().as_bytes()].concat()
+    }
+
+    /// The list a waiting `token` sleeps on (see lib.lua's `hand_off`).
+    pub fn wake(&self, token: &Token) -> Vec<u8> {
+        [self.lock.as_slice(), b":wake:", token.as_str().as_bytes()].concat()
+    }
+}
+
+/// Checks a lock key prefix: braces would give the lock keys a hash tag of the
+/// prefix's making (all locks in one Cluster slot) or an empty one (a lock's keys
+/// spread over slots: CROSSSLOT).
+pub fn check_lock_prefix(prefix: &[u8]) -> Result<()> {
+    if prefix.len() > 256 || prefix.iter().any(|&b| b == b'{' || b == b'}' || b < 0x20) {
+        return Err(Error::invalid(
+            "the lock key prefix (redis_lease.lock_prefix) must be at most 256 printable \
+             characters without '{' or '}'",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a lock name. Names are binary-safe, except that the first byte cannot be
+/// '}': the key `prefix{}…}` would have an empty hash tag, and Redis Cluster would
+/// then spread the lock's keys over different slots.
+pub fn check_lock_name(name: &[u8]) -> std::result::Result<(), &'static str> {
+    match name.first() {
+        None => Err("must not be empty"),
+        Some(b'}') => Err("must not start with '}' (the Redis Cluster hash tag would be empty)"),
+        _ => Ok(()),
     }
 }
 
@@ -120,7 +167,7 @@ pub struct Hold {
     pub token: Token,
     pub fence: i64,
     pub ttl: Duration,
-    /// When the attempt that won (or last renewed) the lease was sent: the lease
+    /// No later than the moment Redis set (or last extended) the lease: the lease
     /// cannot end before `sent + ttl - drift` by this host's clock.
     pub sent: Instant,
     /// When we started to want the lease, for the wait-time metric.
@@ -128,7 +175,7 @@ pub struct Hold {
 }
 
 impl Hold {
-    /// A hold won by the attempt sent at `sent`.
+    /// A hold that Redis set, for `ttl`, no earlier than `sent`.
     pub fn new(token: Token, fence: i64, ttl: Duration, sent: Instant) -> Hold {
         Hold {
             token,
@@ -145,8 +192,7 @@ impl Hold {
     }
 }
 
-/// What one acquire attempt found. `T` is what a successful attempt yields: the
-/// hold, and for a session also its data.
+/// What one attempt found.
 #[derive(Debug)]
 pub enum Attempt<T = Hold> {
     Acquired(T),
@@ -154,13 +200,23 @@ pub enum Attempt<T = Hold> {
     Busy(Option<Duration>),
 }
 
-/// How a waiting acquire ended.
+/// How a waiting claim ended.
 #[derive(Debug)]
 pub struct Waited<T> {
     /// `None`: still held by another when the wait ran out.
     pub result: Option<T>,
     /// Whether any attempt found the lease held.
     pub contended: bool,
+}
+
+/// What Redis says a token holds (resolve.lua, inspect.lua).
+#[derive(Debug)]
+pub struct Owned {
+    /// Time left on the lease; `None`: no expiry.
+    pub left: Option<Duration>,
+    pub fence: i64,
+    /// A session's data, when resolving a session's lease.
+    pub data: Option<Vec<u8>>,
 }
 
 /// How a call to Redis failed.
@@ -187,6 +243,39 @@ impl Failure {
             }
         }
     }
+}
+
+/// The claim-specific part of waiting for a lease: a lock (the fence is what the
+/// caller gets) or a session (the data comes with the lock).
+pub(crate) trait Claim {
+    type Won;
+    fn ttl(&self) -> Duration;
+    /// Sends the claim script for `token`, which will still wait `will_wait`.
+    fn send(
+        &self,
+        lease: &Lease,
+        token: &Token,
+        will_wait: Duration,
+    ) -> std::result::Result<Value, Failure>;
+    /// What an attempt that got the lease (status 1 or 2) yields, from the script's
+    /// `detail`; the lease was set no earlier than `since`.
+    fn won(&self, lease: &Lease, token: &Token, detail: Value, since: Instant)
+        -> Result<Self::Won>;
+    /// The error for a status other than taken (1), handed (2) and busy (0).
+    fn refused(&self, lease: &Lease, status: i64) -> Error {
+        lease.unexpected(&format!("status {status}"))
+    }
+    /// The lease our token holds per resolve.lua, set no earlier than `since`.
+    fn adopt(&self, token: Token, owned: Owned, since: Instant) -> Self::Won;
+    /// The lease handed to us with `payload` (what follows the fence on the wake-up list).
+    fn handed(
+        &self,
+        lease: &Lease,
+        token: Token,
+        fence: i64,
+        payload: &[u8],
+        since: Instant,
+    ) -> Result<Self::Won>;
 }
 
 /// One lease on one endpoint.
@@ -216,7 +305,7 @@ impl Lease {
                 // A complete error reply: the connection is still in step.
                 conn.recycle();
                 metrics::incr(Counter::ConnectionErrors);
-                Err(Failure::Reply(Error::Connection(format!(
+                Err(Failure::Reply(Error::Reply(format!(
                     "Redis at {} answered with an error: {}{}",
                     self.endpoint.addr,
                     server_error_text(&e),
@@ -229,6 +318,7 @@ impl Lease {
                 drop(conn);
                 metrics::incr(Counter::ConnectionErrors);
                 if e.is_timeout() {
+                    pool::note_failure(&self.endpoint);
                     Err(Failure::TimedOut(connection_error(
                         &self.endpoint,
                         "No reply in time from",
@@ -260,70 +350,196 @@ impl Lease {
         }
     }
 
-    /// Sends the acquire script for `token`.
-    fn send_acquire(
-        &self,
-        token: &Token,
-        ttl: Duration,
-        will_wait: Duration,
-    ) -> std::result::Result<Value, Failure> {
-        self.call(|c| {
-            scripts::ACQUIRE
-                .key(&self.keys.lock)
-                .key(&self.keys.fence)
-                .key(&self.keys.waiters)
-                .key(self.keys.void(token))
-                .arg(token.as_str())
-                .arg(millis(ttl))
-                .arg(millis(will_wait))
-                .invoke(&mut c.inner)
-        })
-    }
-
-    /// One acquire attempt with a fresh token. `will_wait` tells waiting releasers
-    /// to wake us; it is how long we may still wait.
-    pub fn try_acquire(&self, ttl: Duration, will_wait: Duration) -> Result<Attempt> {
-        let token = Token::generate();
-        let sent = Instant::now();
-        match self.send_acquire(&token, ttl, will_wait) {
-            Ok(v) => parse_attempt(v, token, ttl, sent),
-            Err(Failure::TimedOut(e)) => Err(unresolved(&e, token)),
-            Err(Failure::Broken(first)) => {
-                // The script may have run. Only our token can tell: if it holds the
-                // lock, the lease is ours; if not, the attempt did not take it (or
-                // took it and it already expired, which leaves nothing to undo).
-                metrics::incr(Counter::Retries);
-                match self.resolve(&token, ttl) {
-                    Ok(Some((_, fence))) => {
-                        metrics::incr(Counter::UncertainResolved);
-                        Ok(Attempt::Acquired(Hold::new(token, fence, ttl, sent)))
-                    }
-                    Ok(None) => {
-                        // Not taken: try once more. A second failure in a row is
-                        // reported, not retried again.
-                        metrics::incr(Counter::UncertainResolved);
-                        let token = Token::generate();
-                        let sent = Instant::now();
-                        match self.send_acquire(&token, ttl, will_wait) {
-                            Ok(v) => parse_attempt(v, token, ttl, sent),
-                            Err(Failure::Broken(e) | Failure::TimedOut(e)) => {
-                                Err(unresolved(&e, token))
-                            }
-                            Err(f) => Err(f.into_error()),
+    /// Claims the lease for one token, waiting up to `wait` in the queue.
+    ///
+    /// Every attempt either takes the lease, finds it ours (handed to us), or
+    /// queues us; an attempt that says it will not wait leaves the queue, so a
+    /// claim that returns has no place left in it. A claim that fails while its
+    /// token may hold the lease or a place in the queue settles that first, or
+    /// returns `Error::Unresolved` with the token for the caller to settle.
+    pub(crate) fn claim<C: Claim>(&self, c: &C, wait: Duration) -> Result<Waited<C::Won>> {
+        pending::settle(&self.endpoint)?;
+        let deadline = Instant::now() + wait;
+        let mut token = Token::generate();
+        let mut contended = false;
+        let mut retried = false;
+        // When the last attempt that found the lease held was sent: a lease handed
+        // to us later was set after it.
+        let mut busy_since: Option<Instant> = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let sent = Instant::now();
+            let attempt = match c.send(self, &token, left) {
+                Ok(reply) => self.parse_attempt(c, reply, &token, sent, busy_since.unwrap_or(sent)),
+                Err(Failure::TimedOut(e)) => return Err(unresolved(&e, token)),
+                Err(Failure::Broken(first)) => {
+                    // The script may have run. Only our token can tell: if it holds
+                    // the lease, the lease is ours; if not, the token is voided (and
+                    // out of the queue), and a fresh one tries once more.
+                    metrics::incr(Counter::Retries);
+                    match self.resolve(&token, c.ttl()) {
+                        Ok(Some(owned)) => {
+                            metrics::incr(Counter::UncertainResolved);
+                            let since = busy_since.unwrap_or(sent);
+                            Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
                         }
+                        Ok(None) if !retried => {
+                            metrics::incr(Counter::UncertainResolved);
+                            retried = true;
+                            token = Token::generate();
+                            busy_since = None;
+                            continue;
+                        }
+                        Ok(None) => return Err(first),
+                        Err(_) => return Err(unresolved(&first, token)),
                     }
-                    Err(_) => Err(unresolved(&first, token)),
+                }
+                Err(f) => Err(f.into_error()),
+            };
+            let attempt = match attempt {
+                Ok(a) => a,
+                // An error reply changed nothing in this attempt, but an earlier one
+                // may have queued us.
+                Err(e) => return Err(self.give_up(&token, busy_since.is_some(), c.ttl(), e)),
+            };
+            match attempt {
+                Attempt::Acquired(won) => {
+                    return Ok(Waited {
+                        result: Some(won),
+                        contended,
+                    })
+                }
+                Attempt::Busy(holder_left) => {
+                    contended = true;
+                    if left.is_zero() {
+                        // That attempt did not queue us (or took us out of the queue).
+                        return Ok(Waited {
+                            result: None,
+                            contended,
+                        });
+                    }
+                    busy_since = Some(sent);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let nap = holder_left.unwrap_or(MAX_NAP).min(MAX_NAP).min(left);
+                    if nap.is_zero() {
+                        continue;
+                    }
+                    match self.wait_for_handoff(&token, nap, nap == left) {
+                        Ok(Some(payload)) => {
+                            metrics::incr(Counter::Wakeups);
+                            let won = match parse_handoff(&payload) {
+                                Some((fence, rest)) => {
+                                    c.handed(self, token.clone(), fence, rest, sent)
+                                }
+                                None => Err(self.unexpected(&"a malformed wake-up")),
+                            };
+                            return match won {
+                                Ok(won) => Ok(Waited {
+                                    result: Some(won),
+                                    contended,
+                                }),
+                                Err(e) => Err(self.give_up(&token, true, c.ttl(), e)),
+                            };
+                        }
+                        // Not handed yet: try again (a lost wake-up is found there).
+                        Ok(None) => {}
+                        Err(e) => return Err(self.give_up(&token, true, c.ttl(), e)),
+                    }
                 }
             }
-            Err(f) => Err(f.into_error()),
         }
     }
 
-    /// Acquires the lease, waiting up to `wait` for the holder to release it or for
-    /// its lease to run out. `Ok(None)`: still held by another after `wait`.
+    /// Reads a claim script's `{status, detail}`: 1, it took the lease (set no
+    /// earlier than `taken`, when the attempt was sent); 2, the lease was handed to
+    /// us while we waited (no earlier than `handed`, when the last attempt that found
+    /// it held was sent); 0, busy (detail: the holder's pttl).
+    fn parse_attempt<C: Claim>(
+        &self,
+        c: &C,
+        reply: Value,
+        token: &Token,
+        taken: Instant,
+        handed: Instant,
+    ) -> Result<Attempt<C::Won>> {
+        let (status, detail): (i64, Value) =
+            FromRedisValue::from_redis_value(reply).map_err(|e| self.unexpected(&e))?;
+        match status {
+            1 => Ok(Attempt::Acquired(c.won(self, token, detail, taken)?)),
+            2 => Ok(Attempt::Acquired(c.won(self, token, detail, handed)?)),
+            0 => match i64::from_redis_value(detail).map_err(|e| self.unexpected(&e))? {
+                // Only a token we voided gets this, and we never send one again.
+                -2 => Err(self.unexpected(&"the attempt's token was voided")),
+                pttl => Ok(Attempt::Busy(pttl_duration(pttl))),
+            },
+            other => Err(c.refused(self, other)),
+        }
+    }
+
+    /// A claim ends with `error` while `token` may be queued (or even hold the
+    /// lease): take it out now, or leave that to the caller.
+    fn give_up(&self, token: &Token, queued: bool, ttl: Duration, error: Error) -> Error {
+        if !queued {
+            return error;
+        }
+        match self.abandon(token, ttl) {
+            Ok(()) => error,
+            Err(_) => unresolved(&error, token.clone()),
+        }
+    }
+
+    /// Blocks in BLPOP on our wake-up list for at most `nap`: the payload a
+    /// releaser pushed when it handed us the lease, or `None`. `last`: the nap
+    /// ends the caller's wait, which must not overrun (see `BLPOP_SLACK`).
+    fn wait_for_handoff(
+        &self,
+        token: &Token,
+        nap: Duration,
+        last: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        // When we stop listening before Redis replies, that connection is dropped:
+        // the reply it still owes us must never be read as the answer to a later
+        // command (and a handoff it carried is found by our next attempt).
+        let mut conn = Conn::checkout(&self.endpoint)?;
+        // BLPOP's timeout 0 means forever: never send it.
+        let secs = format!("{:.3}", nap.as_secs_f64().max(0.001));
+        let listen = nap + if last { BLPOP_SLACK } else { BLPOP_TICK };
+        let res = conn.set_read_timeout(listen).and_then(|_| {
+            redis::cmd("BLPOP")
+                .arg(self.keys.wake(token))
+                .arg(&secs)
+                .query::<Option<(Vec<u8>, Vec<u8>)>>(&mut conn.inner)
+        });
+        match res {
+            Ok(popped) => {
+                conn.reset_read_timeout()
+                    .map_err(|e| connection_error(&self.endpoint, "Lost the connection to", &e))?;
+                conn.recycle();
+                Ok(popped.map(|(_, payload)| payload))
+            }
+            // Our own deadline, not a failure.
+            Err(e) if e.is_timeout() => Ok(None),
+            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+                metrics::incr(Counter::ConnectionErrors);
+                Err(Error::Reply(format!(
+                    "Redis at {} answered with an error: {e}",
+                    self.endpoint.addr
+                )))
+            }
+            // A broken connection only costs a wake-up: the caller tries again at
+            // once, on a fresh connection, which reports a real outage.
+            Err(_) => {
+                metrics::incr(Counter::ConnectionErrors);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Acquires the lease, waiting up to `wait` for it to be handed to us (or for
+    /// its holder's lease to run out). `Ok(None)`: still held by another after `wait`.
     pub fn acquire(&self, ttl: Duration, wait: Duration) -> Result<Option<Hold>> {
         let started = Instant::now();
-        let waited = self.wait_loop(wait, |left| self.try_acquire(ttl, left))?;
+        let waited = self.claim(&LockClaim { ttl }, wait)?;
         match waited.result {
             Some(mut hold) => {
                 hold.acquired_at = started;
@@ -341,98 +557,38 @@ impl Lease {
         }
     }
 
-    /// Repeats `attempt` (given the time left) until it succeeds or `wait` runs
-    /// out, sleeping between attempts until a release wakes us, the holder's lease
-    /// ends, or the deadline comes, whichever is first. Never polls.
-    pub fn wait_loop<T>(
-        &self,
-        wait: Duration,
-        mut attempt: impl FnMut(Duration) -> Result<Attempt<T>>,
-    ) -> Result<Waited<T>> {
-        let deadline = Instant::now() + wait;
-        let mut contended = false;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match attempt(left)? {
-                Attempt::Acquired(t) => {
-                    return Ok(Waited {
-                        result: Some(t),
-                        contended,
-                    })
-                }
-                Attempt::Busy(holder_left) => {
-                    contended = true;
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(Waited {
-                            result: None,
-                            contended,
-                        });
-                    }
-                    let nap = holder_left.map_or(left, |h| h.min(left));
-                    if !nap.is_zero() && self.wait_for_wake(nap)? {
-                        metrics::incr(Counter::Wakeups);
-                    }
-                }
-            }
+    /// Runs the unlock of `token` for this kind of lease: release.lua for a lock,
+    /// session_save.lua's 'unlock' for a session (whose next waiter gets the data).
+    fn unlock(&self, c: &mut Conn, token: &Token) -> redis::RedisResult<i64> {
+        match &self.keys.data {
+            None => scripts::RELEASE
+                .key(&self.keys.lock)
+                .key(&self.keys.fence)
+                .key(&self.keys.waiters)
+                .key(&self.keys.terms)
+                .arg(token.as_str())
+                .invoke(&mut c.inner),
+            Some(data) => scripts::SESSION_SAVE
+                .key(data)
+                .key(&self.keys.lock)
+                .key(&self.keys.waiters)
+                .key(&self.keys.terms)
+                .arg(token.as_str())
+                .arg("")
+                .arg(0)
+                .arg("unlock")
+                .invoke(&mut c.inner),
         }
     }
 
-    /// Blocks in BLPOP on the wake list for at most `nap`. True when woken.
-    fn wait_for_wake(&self, nap: Duration) -> Result<bool> {
-        // Redis checks blocking timeouts only on its event-loop tick (100 ms at the
-        // default hz 10), so its own BLPOP timeout may overshoot. We stop listening
-        // at `nap` plus a little slack instead, and drop that connection: the reply
-        // it still owes us must never be read as the answer to a later command.
-        let mut conn = Conn::checkout(&self.endpoint)?;
-        // BLPOP's timeout 0 means forever: never send it.
-        let secs = format!("{:.3}", nap.as_secs_f64().max(0.001));
-        let res = conn.set_read_timeout(nap + BLPOP_SLACK).and_then(|_| {
-            redis::cmd("BLPOP")
-                .arg(&self.keys.wake)
-                .arg(&secs)
-                .query::<Option<(Vec<u8>, Vec<u8>)>>(&mut conn.inner)
-        });
-        match res {
-            Ok(popped) => {
-                conn.reset_read_timeout()
-                    .map_err(|e| connection_error(&self.endpoint, "Lost the connection to", &e))?;
-                conn.recycle();
-                Ok(popped.is_some())
-            }
-            // Our own deadline, not a failure.
-            Err(e) if e.is_timeout() => Ok(false),
-            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
-                metrics::incr(Counter::ConnectionErrors);
-                Err(Error::Connection(format!(
-                    "Redis at {} answered with an error: {e}",
-                    self.endpoint.addr
-                )))
-            }
-            // A broken connection only costs a wake-up: the caller tries to acquire
-            // again at once, on a fresh connection, which reports a real outage.
-            Err(_) => {
-                metrics::incr(Counter::ConnectionErrors);
-                Ok(false)
-            }
-        }
-    }
-
-    /// Releases `hold`. True when it was ours and is now free; false when it had
-    /// expired or been taken by another.
+    /// Releases `hold`. True when it was ours and is now free (or handed to the
+    /// next waiter); false when it had expired or been taken by another.
     ///
     /// `maybe_done`: an earlier release of this hold may have run (it timed out); a
     /// lease found gone before it could have expired is then ours, released.
     /// A release that times out is reported as `Error::Unresolved`.
     pub fn release(&self, hold: &Hold, maybe_done: bool) -> Result<bool> {
-        let run = |c: &mut Conn| -> redis::RedisResult<i64> {
-            scripts::RELEASE
-                .key(&self.keys.lock)
-                .key(&self.keys.wake)
-                .key(&self.keys.waiters)
-                .arg(hold.token.as_str())
-                .invoke(&mut c.inner)
-        };
+        let run = |c: &mut Conn| self.unlock(c, &hold.token);
         let released = match self.call(run) {
             Ok(n) => n == 1 || (maybe_done && Instant::now() < hold.safe_until()),
             Err(Failure::TimedOut(e)) => return Err(unresolved(&e, hold.token.clone())),
@@ -459,26 +615,38 @@ impl Lease {
         Ok(released)
     }
 
-    /// Releases whatever lease `token` holds (an attempt whose outcome was unknown).
+    /// Releases whatever lease `token` holds. True when it held one.
     pub fn release_token(&self, token: &Token) -> Result<bool> {
-        self.call_idempotent(|c| {
-            scripts::RELEASE
-                .key(&self.keys.lock)
-                .key(&self.keys.wake)
-                .key(&self.keys.waiters)
-                .arg(token.as_str())
-                .invoke::<i64>(&mut c.inner)
-        })
-        .map(|n| n == 1)
+        self.call_idempotent(|c| self.unlock(c, token))
+            .map(|n| n == 1)
     }
 
-    /// Gives up an attempt of `token` whose outcome is unknown: frees the lease if
-    /// it took it, and voids the token if it has not (yet).
+    /// Gives up on `token`, whose state is unknown: frees the lease if it holds it,
+    /// and otherwise takes it out of the queue and voids it.
     pub fn abandon(&self, token: &Token, ttl: Duration) -> Result<()> {
         if self.resolve(token, ttl)?.is_some() {
             self.release_token(token)?;
         }
         Ok(())
+    }
+
+    /// Cleanup: [`Lease::release`], except that what it cannot do now is left to
+    /// this process's next call to the endpoint (see `pending`). In `teardown` (the
+    /// end of a request, which may have many leases to free) it does not even try
+    /// an endpoint that failed a moment ago, so K leftovers cost one timeout, not K.
+    pub fn release_or_defer(&self, hold: &Hold, maybe_done: bool, teardown: bool) {
+        let skip = teardown && pool::recently_failed(&self.endpoint);
+        if skip || self.release(hold, maybe_done).is_err() {
+            pending::defer(self.clone(), hold.token.clone(), hold.ttl);
+        }
+    }
+
+    /// [`Lease::abandon`] as cleanup, like [`Lease::release_or_defer`].
+    pub fn abandon_or_defer(&self, token: Token, ttl: Duration, teardown: bool) {
+        let skip = teardown && pool::recently_failed(&self.endpoint);
+        if skip || self.abandon(&token, ttl).is_err() {
+            pending::defer(self.clone(), token, ttl);
+        }
     }
 
     /// Extends `hold` to `ttl` from now. False when it was no longer ours.
@@ -501,8 +669,8 @@ impl Lease {
         Ok(ok)
     }
 
-    /// `Some((time left, fence))` when `token` holds the lease per Redis.
-    pub fn inspect(&self, token: &Token) -> Result<Option<(Option<Duration>, i64)>> {
+    /// What `token` holds per Redis, if anything.
+    pub fn inspect(&self, token: &Token) -> Result<Option<Owned>> {
         let v: Value = self.call_idempotent(|c| {
             scripts::INSPECT
                 .key(&self.keys.lock)
@@ -512,40 +680,116 @@ impl Lease {
         self.parse_owned(v)
     }
 
-    /// Settles an acquire attempt of `token` whose outcome is unknown:
-    /// `Some((time left, fence))` when it holds the lease; otherwise the token is
-    /// voided, so the attempt can never take the lease later.
-    pub fn resolve(&self, token: &Token, ttl: Duration) -> Result<Option<(Option<Duration>, i64)>> {
+    /// Settles a claim of `token` whose outcome is unknown: what it holds (with a
+    /// session's data); otherwise it leaves the queue and is voided, so the claim
+    /// can never take the lease later.
+    pub fn resolve(&self, token: &Token, ttl: Duration) -> Result<Option<Owned>> {
         let v: Value = self.call_idempotent(|c| {
-            scripts::RESOLVE
-                .key(&self.keys.lock)
-                .key(self.keys.void(token))
-                .arg(token.as_str())
+            let mut inv = scripts::RESOLVE.key(&self.keys.lock);
+            inv.key(&self.keys.waiters)
+                .key(&self.keys.terms)
+                .key(self.keys.void(token));
+            if let Some(data) = &self.keys.data {
+                inv.key(data);
+            }
+            inv.arg(token.as_str())
                 .arg(millis(void_ttl(ttl)))
                 .invoke(&mut c.inner)
         })?;
         self.parse_owned(v)
     }
 
-    /// Reads the `{pttl, fence}`-or-nil reply of inspect.lua and resolve.lua.
-    fn parse_owned(&self, v: Value) -> Result<Option<(Option<Duration>, i64)>> {
-        match v {
-            Value::Nil => Ok(None),
-            other => {
-                let (pttl, fence): (i64, String) =
-                    FromRedisValue::from_redis_value(other).map_err(|e| self.unexpected(&e))?;
-                let fence = fence.parse().map_err(|_| self.unexpected(&"bad fence"))?;
-                Ok(Some((pttl_duration(pttl), fence)))
-            }
-        }
+    /// Reads the `{pttl, fence[, data]}`-or-nil reply of inspect.lua and resolve.lua.
+    fn parse_owned(&self, v: Value) -> Result<Option<Owned>> {
+        let items = match v {
+            Value::Nil => return Ok(None),
+            Value::Array(items) if (2..=3).contains(&items.len()) => items,
+            other => return Err(self.unexpected(&format!("{other:?}"))),
+        };
+        let mut items = items.into_iter();
+        let mut next = || items.next().unwrap_or(Value::Nil);
+        let pttl = i64::from_redis_value(next()).map_err(|e| self.unexpected(&e))?;
+        let fence = String::from_redis_value(next())
+            .ok()
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| self.unexpected(&"bad fence"))?;
+        let data = Option::<Vec<u8>>::from_redis_value(next()).map_err(|e| self.unexpected(&e))?;
+        Ok(Some(Owned {
+            left: pttl_duration(pttl),
+            fence,
+            data,
+        }))
     }
 
-    fn unexpected(&self, what: &dyn fmt::Display) -> Error {
+    pub(crate) fn unexpected(&self, what: &dyn fmt::Display) -> Error {
         Error::Connection(format!(
             "Redis at {} gave an unexpected reply ({what}); is something else using the key?",
             self.endpoint.addr
         ))
     }
+}
+
+/// Claiming a named lock: acquire.lua, and the fencing token with the lease.
+struct LockClaim {
+    ttl: Duration,
+}
+
+impl Claim for LockClaim {
+    type Won = Hold;
+
+    fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    fn send(
+        &self,
+        lease: &Lease,
+        token: &Token,
+        will_wait: Duration,
+    ) -> std::result::Result<Value, Failure> {
+        lease.call(|c| {
+            scripts::ACQUIRE
+                .key(&lease.keys.lock)
+                .key(&lease.keys.fence)
+                .key(&lease.keys.waiters)
+                .key(&lease.keys.terms)
+                .key(lease.keys.void(token))
+                .arg(token.as_str())
+                .arg(millis(self.ttl))
+                .arg(millis(will_wait))
+                .invoke(&mut c.inner)
+        })
+    }
+
+    fn won(&self, lease: &Lease, token: &Token, detail: Value, since: Instant) -> Result<Hold> {
+        let fence = String::from_redis_value(detail)
+            .ok()
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| lease.unexpected(&"fence is not a number"))?;
+        Ok(Hold::new(token.clone(), fence, self.ttl, since))
+    }
+
+    fn adopt(&self, token: Token, owned: Owned, since: Instant) -> Hold {
+        Hold::new(token, owned.fence, self.ttl, since)
+    }
+
+    fn handed(
+        &self,
+        _: &Lease,
+        token: Token,
+        fence: i64,
+        _: &[u8],
+        since: Instant,
+    ) -> Result<Hold> {
+        Ok(Hold::new(token, fence, self.ttl, since))
+    }
+}
+
+/// A wake-up list entry: `<fence>:<payload>`.
+fn parse_handoff(entry: &[u8]) -> Option<(i64, &[u8])> {
+    let colon = entry.iter().position(|&b| b == b':')?;
+    let fence = std::str::from_utf8(&entry[..colon]).ok()?.parse().ok()?;
+    Some((fence, &entry[colon + 1..]))
 }
 
 /// A server error as Redis sent it ("NOPERM this user has no permissions..."),
@@ -572,28 +816,20 @@ fn auth_hint(e: &redis::RedisError) -> &'static str {
 /// An acquire whose outcome Redis could not confirm: the token lets the caller
 /// check later.
 pub(crate) fn unresolved(e: &Error, token: Token) -> Error {
+    if let Error::Unresolved { .. } = e {
+        return Error::Unresolved {
+            message: e.to_string(),
+            token,
+        };
+    }
     Error::Unresolved {
         message: format!("{e}; whether the lock was taken is unknown until Redis answers again"),
         token,
     }
 }
 
-fn parse_attempt(v: Value, token: Token, ttl: Duration, sent: Instant) -> Result<Attempt> {
-    let bad =
-        |what: &str| Error::Connection(format!("unexpected reply to the acquire script: {what}"));
-    let (taken, detail): (i64, String) =
-        FromRedisValue::from_redis_value(v).map_err(|e| bad(&e.to_string()))?;
-    if taken == 1 {
-        let fence = detail.parse().map_err(|_| bad("fence is not a number"))?;
-        Ok(Attempt::Acquired(Hold::new(token, fence, ttl, sent)))
-    } else {
-        let pttl: i64 = detail.parse().map_err(|_| bad("pttl is not a number"))?;
-        Ok(Attempt::Busy(pttl_duration(pttl)))
-    }
-}
-
 /// PTTL to a duration: -1 (no expiry) is `None`; -2 (gone) is zero.
-fn pttl_duration(pttl: i64) -> Option<Duration> {
+pub(crate) fn pttl_duration(pttl: i64) -> Option<Duration> {
     match pttl {
         -1 => None,
         n => Some(Duration::from_millis(n.max(0) as u64)),
@@ -604,7 +840,10 @@ pub(crate) fn millis(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
-/// Checks a ttl or wait given in seconds by a user.
+/// Checks a ttl or wait given in seconds by a user. A positive ttl shorter than a
+/// millisecond is one millisecond (Redis's unit; Symfony's RedisStore rounds the
+/// same way), and ttls are whole milliseconds, rounded up, so that the lease we
+/// count on is exactly the one Redis keeps.
 pub fn seconds(name: &str, value: f64, allow_zero: bool) -> Result<Duration> {
     let ok = value.is_finite()
         && value <= MAX_SECONDS
@@ -613,23 +852,22 @@ pub fn seconds(name: &str, value: f64, allow_zero: bool) -> Result<Duration> {
         } else {
             value > 0.0
         };
-    // 1e300 written out in full would be a 300-digit message.
-    let given = if value.is_finite() && value.abs() >= 1e9 {
-        format!("{value:e}")
-    } else {
-        value.to_string()
-    };
     if !ok {
+        // 1e300 written out in full would be a 300-digit message.
+        let given = if value.is_finite() && value.abs() >= 1e9 {
+            format!("{value:e}")
+        } else {
+            value.to_string()
+        };
         let range = if allow_zero { ">= 0" } else { "> 0" };
         return Err(Error::invalid(format!(
             "{name} must be a finite number of seconds {range} and <= {MAX_SECONDS}, {given} given"
         )));
     }
     let d = Duration::from_secs_f64(value);
-    if !allow_zero && d < MIN_TTL {
-        return Err(Error::invalid(format!(
-            "{name} must be at least 0.001 seconds, {given} given"
-        )));
+    if allow_zero {
+        return Ok(d);
     }
-    Ok(d)
+    let ms = d.as_nanos().div_ceil(1_000_000).max(1);
+    Ok(Duration::from_millis(ms as u64))
 }

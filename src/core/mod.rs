@@ -3,7 +3,10 @@
 pub mod dsn;
 pub mod error;
 pub mod lease;
+pub mod lock;
 pub mod metrics;
+pub mod pending;
 pub mod pool;
+pub mod request;
 pub mod scripts;
 pub mod session;

@@ -10,7 +10,7 @@
 //! command fails mid-way, the caller drops it instead of returning it, so a
 //! connection with an unread reply pending is never reused.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
@@ -26,6 +26,18 @@ struct Pool {
     /// A worker talks to one or two endpoints: a short list beats hashing the
     /// key (strings) on every command.
     idle: Vec<(Key, redis::Connection)>,
+    /// When each endpoint last failed to connect or answer (see `recently_failed`).
+    failed: Vec<(Key, Instant)>,
+}
+
+impl Pool {
+    fn new(pid: u32) -> Pool {
+        Pool {
+            pid,
+            idle: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
 }
 
 fn same(key: &Key, ep: &Endpoint) -> bool {
@@ -45,29 +57,12 @@ pub struct Conn {
 impl Conn {
     /// Takes this process's connection to `ep`, connecting if there is none.
     pub fn checkout(ep: &Endpoint) -> Result<Conn> {
-        let pooled = {
-            let mut guard = POOL.lock();
-            let pid = std::process::id();
-            match guard.as_mut() {
-                Some(pool) if pool.pid == pid => pool
-                    .idle
-                    .iter()
-                    .position(|(k, _)| same(k, ep))
-                    .map(|i| pool.idle.swap_remove(i)),
-                _ => {
-                    // First use, or first use after fork(): the inherited sockets belong
-                    // to the parent. Dropping them only closes this process's copies of the
-                    // descriptors (redis-rs sends nothing and calls no shutdown() on drop),
-                    // so the parent's connections are untouched.
-                    drop(guard.take());
-                    *guard = Some(Pool {
-                        pid,
-                        idle: Vec::new(),
-                    });
-                    None
-                }
-            }
-        };
+        let pooled = with_pool(|pool| {
+            pool.idle
+                .iter()
+                .position(|(k, _)| same(k, ep))
+                .map(|i| pool.idle.swap_remove(i))
+        });
         let (key, inner) = match pooled {
             Some(entry) => entry,
             None => (ep.connection_key(), connect(ep)?),
@@ -79,11 +74,15 @@ impl Conn {
         })
     }
 
-    /// Returns the connection to the pool for the next command.
+    /// Returns the connection to the pool for the next command: its endpoint
+    /// answered, so it has not failed recently any more.
     pub fn recycle(self) {
         let mut guard = POOL.lock();
         if let Some(pool) = guard.as_mut() {
             if pool.pid == std::process::id() {
+                if !pool.failed.is_empty() {
+                    pool.failed.retain(|(k, _)| *k != self.key);
+                }
                 pool.idle.push((self.key, self.inner));
             }
         }
@@ -97,6 +96,45 @@ impl Conn {
     pub(crate) fn reset_read_timeout(&mut self) -> redis::RedisResult<()> {
         self.inner.set_read_timeout(Some(self.read_timeout))
     }
+}
+
+/// Runs `f` on this process's pool (a fresh one after fork).
+fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> T {
+    let mut guard = POOL.lock();
+    let pid = std::process::id();
+    if guard.as_ref().is_none_or(|p| p.pid != pid) {
+        // First use, or first use after fork(): the inherited sockets belong to the
+        // parent. Dropping them only closes this process's copies of the
+        // descriptors (redis-rs sends nothing and calls no shutdown() on drop), so
+        // the parent's connections are untouched.
+        drop(guard.take());
+        *guard = Some(Pool::new(pid));
+    }
+    f(guard.as_mut().expect("just set"))
+}
+
+/// Notes that `ep` could not be reached or did not answer in time.
+pub(crate) fn note_failure(ep: &Endpoint) {
+    let key = ep.connection_key();
+    let now = Instant::now();
+    with_pool(
+        |pool| match pool.failed.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = now,
+            None => pool.failed.push((key, now)),
+        },
+    );
+}
+
+/// Whether `ep` failed within the last connect + read timeout and has not
+/// answered since. Cleanup at the end of a request then leaves its work for later
+/// instead of waiting a whole timeout again for every lease it still has to free.
+pub fn recently_failed(ep: &Endpoint) -> bool {
+    let window = ep.timeouts.connect + ep.timeouts.read;
+    with_pool(|pool| {
+        pool.failed
+            .iter()
+            .any(|(k, at)| same(k, ep) && at.elapsed() < window)
+    })
 }
 
 fn connect(ep: &Endpoint) -> Result<redis::Connection> {
@@ -124,6 +162,7 @@ fn connect(ep: &Endpoint) -> Result<redis::Connection> {
         .get_connection_with_timeout(ep.timeouts.connect)
         .map_err(|e| {
             metrics::incr(Counter::ConnectionErrors);
+            note_failure(ep);
             connection_error(ep, "Cannot connect to", &e)
         })?;
     conn.set_read_timeout(Some(ep.timeouts.read))

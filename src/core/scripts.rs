@@ -1,23 +1,30 @@
 //! The Lua scripts, compiled into the extension and hashed once per process.
 //!
-//! redis-rs's `Script` runs EVALSHA and, on NOSCRIPT (after a restart or a
-//! `SCRIPT FLUSH`), loads the script and runs it again.
+//! Each script is `scripts/lib.lua` (helpers shared by all of them: EVALSHA
+//! scripts cannot call each other) followed by its own file. redis-rs's `Script`
+//! runs EVALSHA and, on NOSCRIPT (after a restart or a `SCRIPT FLUSH`), loads the
+//! script and runs it again.
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
-pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
-pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
-pub static REFRESH: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/refresh.lua")));
-pub static INSPECT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
-pub static RESOLVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/resolve.lua")));
-pub static SESSION_OPEN: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/session_open.lua")));
-pub static SESSION_SAVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/session_save.lua")));
+macro_rules! script {
+    ($name:ident, $file:literal) => {
+        pub static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("scripts/lib.lua"),
+                include_str!(concat!("scripts/", $file))
+            ))
+        });
+    };
+}
+
+script!(ACQUIRE, "acquire.lua");
+script!(RELEASE, "release.lua");
+script!(REFRESH, "refresh.lua");
+script!(INSPECT, "inspect.lua");
+script!(RESOLVE, "resolve.lua");
+script!(SESSION_OPEN, "session_open.lua");
+script!(SESSION_SAVE, "session_save.lua");
+script!(SESSION_REVOKE, "session_revoke.lua");

@@ -16,8 +16,9 @@ use redis::{FromRedisValue, Value};
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
-use crate::core::lease::{millis, unresolved, Attempt, Failure, Hold, Lease, LeaseKeys, Token};
+use crate::core::lease::{millis, Claim, Failure, Hold, Lease, LeaseKeys, Owned, Token};
 use crate::core::metrics::{self, Counter, Timing};
+use crate::core::pending;
 use crate::core::pool::Conn;
 use crate::core::scripts;
 
@@ -164,8 +165,14 @@ pub enum Mode {
 pub struct Session {
     pub id: String,
     pub mode: Mode,
+    /// The session's lock, with its data key.
     lease: Lease,
-    data_key: Vec<u8>,
+}
+
+impl Session {
+    fn data_key(&self) -> &[u8] {
+        self.lease.keys.data.as_deref().unwrap_or_default()
+    }
 }
 
 /// The result of saving a session.
@@ -184,6 +191,83 @@ pub struct SessionStore {
     pub config: SessionConfig,
 }
 
+/// Claiming a session's lock: session_open.lua, which also reads the data.
+struct SessionClaim<'a> {
+    config: &'a SessionConfig,
+    id: &'a str,
+}
+
+impl Claim for SessionClaim<'_> {
+    type Won = (Hold, Option<Vec<u8>>);
+
+    fn ttl(&self) -> Duration {
+        self.config.lock_ttl
+    }
+
+    fn send(
+        &self,
+        lease: &Lease,
+        token: &Token,
+        will_wait: Duration,
+    ) -> std::result::Result<Value, Failure> {
+        lease.call(|c| {
+            scripts::SESSION_OPEN
+                .key(lease.keys.data.as_deref().unwrap_or_default())
+                .key(&lease.keys.lock)
+                .key(&lease.keys.waiters)
+                .key(&lease.keys.terms)
+                .key(lease.keys.void(token))
+                .arg(token.as_str())
+                .arg(millis(self.config.lock_ttl))
+                .arg(millis(will_wait))
+                .arg(self.config.max_waiters)
+                .invoke(&mut c.inner)
+        })
+    }
+
+    fn won(
+        &self,
+        lease: &Lease,
+        token: &Token,
+        detail: Value,
+        since: Instant,
+    ) -> Result<Self::Won> {
+        let data = Option::<Vec<u8>>::from_redis_value(detail).map_err(|e| bad_reply(lease, &e))?;
+        let hold = Hold::new(token.clone(), 0, self.config.lock_ttl, since);
+        Ok((hold, data))
+    }
+
+    /// Status -1: max_waiters requests already wait.
+    fn refused(&self, _: &Lease, _: i64) -> Error {
+        metrics::incr(Counter::SessionTooManyWaiters);
+        Error::LockTimeout(format!(
+            "{} requests already wait for session {}; not waiting (max_waiters)",
+            self.config.max_waiters,
+            short_id(self.id)
+        ))
+    }
+
+    fn adopt(&self, token: Token, owned: Owned, since: Instant) -> Self::Won {
+        (Hold::new(token, 0, self.config.lock_ttl, since), owned.data)
+    }
+
+    fn handed(
+        &self,
+        lease: &Lease,
+        token: Token,
+        _fence: i64,
+        payload: &[u8],
+        since: Instant,
+    ) -> Result<Self::Won> {
+        let data = match payload.split_first() {
+            Some((b'd', data)) => Some(data.to_vec()),
+            Some((b'n', [])) => None,
+            _ => return Err(bad_reply(lease, &"a malformed session handoff")),
+        };
+        Ok((Hold::new(token, 0, self.config.lock_ttl, since), data))
+    }
+}
+
 impl SessionStore {
     pub fn new(endpoint: Arc<Endpoint>, config: SessionConfig) -> SessionStore {
         SessionStore { endpoint, config }
@@ -194,33 +278,46 @@ impl SessionStore {
     }
 
     fn lease(&self, id: &str) -> Lease {
-        let lock = [b"{", self.data_key(id).as_slice(), b"}:lock"].concat();
-        Lease::new(self.endpoint.clone(), LeaseKeys::with_base(lock))
+        let data = self.data_key(id);
+        let lock = [b"{", data.as_slice(), b"}:lock"].concat();
+        Lease::new(
+            self.endpoint.clone(),
+            LeaseKeys::with_base(lock, Some(data)),
+        )
     }
 
-    /// Opens session `id`: locks it (waiting up to the lock wait) and reads its
-    /// data, `None` for a new session. Errors: `Error::LockTimeout` when the wait
-    /// ran out in fail mode, `Error::TooManyWaiters` when the cap is reached.
+    /// Opens session `id`: locks it (waiting up to the lock wait, first come first
+    /// served) and reads its data, `None` for a new session. Errors:
+    /// `Error::LockTimeout` when the wait ran out in fail mode or max_waiters
+    /// requests already wait; `Error::Connection` when Redis failed (never
+    /// reported as contention).
     pub fn open(&self, id: &str) -> Result<(Session, Option<Vec<u8>>)> {
         check_id(id)?;
         let lease = self.lease(id);
-        let data_key = self.data_key(id);
         let session = |mode| Session {
             id: id.to_string(),
             mode,
             lease: lease.clone(),
-            data_key: data_key.clone(),
         };
         if !self.config.locking {
-            let data = self.get(&lease, &data_key)?;
+            let data = self.get(&lease)?;
             return Ok((session(Mode::Unlocked), data));
         }
         let started = Instant::now();
-        let waiter = Token::generate();
-        let ttl = self.config.lock_ttl;
-        let waited = lease.wait_loop(self.config.lock_wait, |left| {
-            self.try_open(id, &lease, &data_key, ttl, left, &waiter)
-        })?;
+        let claim = SessionClaim {
+            config: &self.config,
+            id,
+        };
+        let waited = match lease.claim(&claim, self.config.lock_wait) {
+            Ok(waited) => waited,
+            Err(Error::Unresolved { message, token }) => {
+                // Our token may hold the lock, or a place in the queue, and no later
+                // call of this request will know it: settle it on the next call.
+                pending::defer(lease.clone(), token, self.config.lock_ttl);
+                return Err(Error::Connection(message));
+            }
+            Err(e) => return Err(e),
+        };
         match waited.result {
             Some((mut hold, data)) => {
                 hold.acquired_at = started;
@@ -233,13 +330,6 @@ impl SessionStore {
             }
             None => {
                 metrics::incr(Counter::SessionLockTimeouts);
-                // Leave the waiter list now rather than when our deadline passes.
-                let _ = lease.call(|c| {
-                    redis::cmd("ZREM")
-                        .arg(&lease.keys.waiters)
-                        .arg(waiter.as_str())
-                        .query::<i64>(&mut c.inner)
-                });
                 let why = format!(
                     "the session lock wait of {:.3} s ran out: another request of session {} \
                      still holds its lock",
@@ -250,7 +340,7 @@ impl SessionStore {
                     OnLockTimeout::Fail => Err(Error::LockTimeout(why)),
                     OnLockTimeout::Readonly => {
                         metrics::incr(Counter::SessionReadonly);
-                        let data = self.get(&lease, &data_key)?;
+                        let data = self.get(&lease)?;
                         Ok((session(Mode::Readonly), data))
                     }
                 }
@@ -258,92 +348,14 @@ impl SessionStore {
         }
     }
 
-    /// One lock-and-read attempt, resolving a lost reply like `Lease::try_acquire`.
-    fn try_open(
-        &self,
-        id: &str,
-        lease: &Lease,
-        data_key: &[u8],
-        ttl: Duration,
-        left: Duration,
-        waiter: &Token,
-    ) -> Result<Attempt<(Hold, Option<Vec<u8>>)>> {
-        let token = Token::generate();
-        let sent = Instant::now();
-        let reply = lease.call(|c| {
-            scripts::SESSION_OPEN
-                .key(data_key)
-                .key(&lease.keys.lock)
-                .key(&lease.keys.waiters)
-                .key(lease.keys.void(&token))
-                .arg(token.as_str())
-                .arg(millis(ttl))
-                .arg(millis(left))
-                .arg(waiter.as_str())
-                .arg(self.config.max_waiters)
-                .invoke::<Value>(&mut c.inner)
-        });
-        let hold = |token| Hold::new(token, 0, ttl, sent);
-        match reply {
-            Ok(Value::Array(items)) if items.len() == 2 => {
-                let mut items = items.into_iter();
-                let status = i64::from_redis_value(items.next().unwrap_or(Value::Nil))
-                    .map_err(|e| bad_reply(lease, &e))?;
-                let detail = items.next().unwrap_or(Value::Nil);
-                match status {
-                    1 => {
-                        let data = Option::<Vec<u8>>::from_redis_value(detail)
-                            .map_err(|e| bad_reply(lease, &e))?;
-                        Ok(Attempt::Acquired((hold(token), data)))
-                    }
-                    0 => {
-                        let pttl =
-                            i64::from_redis_value(detail).map_err(|e| bad_reply(lease, &e))?;
-                        Ok(Attempt::Busy(match pttl {
-                            -1 => None,
-                            n => Some(Duration::from_millis(n.max(0) as u64)),
-                        }))
-                    }
-                    _ => {
-                        metrics::incr(Counter::SessionTooManyWaiters);
-                        Err(Error::LockTimeout(format!(
-                            "{} requests already wait for session {}; not waiting (max_waiters)",
-                            self.config.max_waiters,
-                            short_id(id)
-                        )))
-                    }
-                }
-            }
-            Ok(other) => Err(bad_reply(lease, &format!("{other:?}"))),
-            Err(Failure::TimedOut(e)) => Err(unresolved(&e, token)),
-            Err(Failure::Broken(first)) => {
-                // Did the lost attempt lock the session? Settle it, then read.
-                metrics::incr(Counter::Retries);
-                match lease.resolve(&token, ttl) {
-                    Ok(Some(_)) => {
-                        metrics::incr(Counter::UncertainResolved);
-                        let data = self.get(lease, data_key)?;
-                        Ok(Attempt::Acquired((hold(token), data)))
-                    }
-                    // Not locked by it, and now never will be: the caller's loop tries again.
-                    Ok(None) => {
-                        metrics::incr(Counter::UncertainResolved);
-                        Ok(Attempt::Busy(Some(Duration::ZERO)))
-                    }
-                    Err(_) => Err(unresolved(&first, token)),
-                }
-            }
-            Err(f) => Err(f.into_error()),
-        }
-    }
-
     /// Reads an open session's data again, keeping whatever lock it holds.
     pub fn reread(&self, s: &Session) -> Result<Option<Vec<u8>>> {
-        self.get(&s.lease, &s.data_key)
+        self.get(&s.lease)
     }
 
-    fn get(&self, lease: &Lease, data_key: &[u8]) -> Result<Option<Vec<u8>>> {
-        lease.call_idempotent(|c| redis::cmd("GET").arg(data_key).query(&mut c.inner))
+    fn get(&self, lease: &Lease) -> Result<Option<Vec<u8>>> {
+        let key = lease.keys.data.as_deref().unwrap_or_default();
+        lease.call_idempotent(|c| redis::cmd("GET").arg(key).query(&mut c.inner))
     }
 
     /// Writes `data` with a ttl of `max_lifetime` and unlocks, in one round trip.
@@ -356,8 +368,15 @@ impl SessionStore {
         self.save(s, "touch", b"", max_lifetime)
     }
 
-    /// Deletes the session's data and unlocks.
+    /// Deletes the session's data and unlocks. In readonly mode (another request
+    /// holds the lock) it deletes the data and revokes that request's lease, so
+    /// the session cannot be written back: a logout always takes effect.
     pub fn destroy(&self, s: &mut Session) -> Result<Saved> {
+        if matches!(s.mode, Mode::Readonly) {
+            self.revoke(&s.lease)?;
+            s.mode = Mode::Done;
+            return Ok(Saved::Yes);
+        }
         self.save(s, "destroy", b"", Duration::ZERO)
     }
 
@@ -375,10 +394,10 @@ impl SessionStore {
                 let hold = hold.clone();
                 let run = |c: &mut Conn| {
                     scripts::SESSION_SAVE
-                        .key(&s.data_key)
+                        .key(s.data_key())
                         .key(&s.lease.keys.lock)
-                        .key(&s.lease.keys.wake)
                         .key(&s.lease.keys.waiters)
+                        .key(&s.lease.keys.terms)
                         .arg(hold.token.as_str())
                         .arg(data)
                         .arg(secs)
@@ -397,22 +416,26 @@ impl SessionStore {
                             Ok(n) => n == 1,
                             Err(f) => {
                                 s.mode = Mode::Done;
+                                pending::defer(s.lease.clone(), hold.token, hold.ttl);
                                 return Err(f.into_error());
                             }
                         };
                         metrics::incr(Counter::UncertainResolved);
                         again
                             || Instant::now() < hold.safe_until()
-                            || (op == "write"
-                                && self.get(&s.lease, &s.data_key)?.as_deref() == Some(data))
+                            || (op == "write" && self.get(&s.lease)?.as_deref() == Some(data))
+                    }
+                    Err(Failure::Reply(e)) => {
+                        // Redis answered with an error: nothing ran, the lock is still
+                        // ours and close() frees it.
+                        return Err(e);
                     }
                     Err(f) => {
-                        // Redis answered with an error: nothing ran, the lock is still ours
-                        // and close() frees it. Redis did not answer: asking again at
-                        // close() would only double the wait; the lease ends by itself.
-                        if !matches!(f, Failure::Reply(_)) {
-                            s.mode = Mode::Done;
-                        }
+                        // Redis did not answer (or could not be reached): the save may
+                        // still run. Asking again now would only double the wait; the
+                        // unlock is left for this process's next call (or the lease's end).
+                        s.mode = Mode::Done;
+                        pending::defer(s.lease.clone(), hold.token, hold.ttl);
                         return Err(f.into_error());
                     }
                 };
@@ -426,13 +449,14 @@ impl SessionStore {
                 }
             }
             Mode::Unlocked => {
+                let key = s.data_key();
                 s.lease.call_idempotent(|c| {
                     let mut cmd = match op {
                         "write" => redis::cmd("SET"),
                         "touch" => redis::cmd("EXPIRE"),
                         _ => redis::cmd("DEL"),
                     };
-                    cmd.arg(&s.data_key);
+                    cmd.arg(key);
                     match op {
                         "write" => cmd.arg(data).arg("EX").arg(secs),
                         "touch" => cmd.arg(secs),
@@ -451,12 +475,15 @@ impl SessionStore {
     }
 
     /// Unlocks without writing (session_abort(), read_and_close, close after a
-    /// failed write). True when there was nothing to do or our lease was freed.
+    /// failed write); the next waiting request gets the lock and the data. True
+    /// when there was nothing to do or our lease was freed.
     pub fn close(&self, s: &mut Session) -> Result<bool> {
         let mode = std::mem::replace(&mut s.mode, Mode::Done);
-        match mode {
-            Mode::Locked(hold) => {
-                let freed = s.lease.release_token(&hold.token)?;
+        let Mode::Locked(hold) = mode else {
+            return Ok(true);
+        };
+        match s.lease.release_token(&hold.token) {
+            Ok(freed) => {
                 if freed {
                     metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
                 } else {
@@ -464,7 +491,18 @@ impl SessionStore {
                 }
                 Ok(freed)
             }
-            _ => Ok(true),
+            Err(e) => {
+                pending::defer(s.lease.clone(), hold.token, hold.ttl);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`SessionStore::close`] as cleanup (a handler dropped with its session
+    /// open), like `Lease::release_or_defer`.
+    pub fn close_or_defer(&self, s: &mut Session, teardown: bool) {
+        if let Mode::Locked(hold) = std::mem::replace(&mut s.mode, Mode::Done) {
+            s.lease.release_or_defer(&hold, false, teardown);
         }
     }
 
@@ -480,12 +518,22 @@ impl SessionStore {
         Ok(n == 1)
     }
 
-    /// Deletes session `id` when this request does not hold it open.
+    /// Destroys session `id`, which this request does not hold open: its data is
+    /// deleted and any lease on it revoked (see `session_revoke.lua`).
     pub fn delete(&self, id: &str) -> Result<()> {
         check_id(id)?;
-        let lease = self.lease(id);
-        let key = self.data_key(id);
-        lease.call_idempotent(|c| redis::cmd("DEL").arg(&key).query::<i64>(&mut c.inner))?;
+        self.revoke(&self.lease(id))
+    }
+
+    fn revoke(&self, lease: &Lease) -> Result<()> {
+        lease.call_idempotent(|c| {
+            scripts::SESSION_REVOKE
+                .key(lease.keys.data.as_deref().unwrap_or_default())
+                .key(&lease.keys.lock)
+                .key(&lease.keys.waiters)
+                .key(&lease.keys.terms)
+                .invoke::<i64>(&mut c.inner)
+        })?;
         Ok(())
     }
 

@@ -2,9 +2,6 @@
 //! state; the lease logic is in `core::lease`.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use ext_php_rs::exception::PhpException;
@@ -12,11 +9,12 @@ use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendCallable, Zval};
 use ext_php_rs::zend::BailoutGuard;
-use parking_lot::Mutex;
 
 use crate::core::dsn::Endpoint;
-use crate::core::error::{Error, Result};
-use crate::core::lease::{seconds, Hold, Lease, LeaseKeys, Token};
+use crate::core::error::Error;
+use crate::core::lease::{check_lock_name, check_lock_prefix, seconds, Lease, LeaseKeys};
+use crate::core::lock::Lock;
+use crate::core::request;
 use crate::php::args::{Bytes, Float};
 use crate::php::errors::{lock_lost_exception, lock_timeout_exception};
 use crate::php::ini;
@@ -24,146 +22,56 @@ use crate::php::ini;
 /// Longest lock key, in bytes.
 pub const MAX_KEY_LEN: usize = 1024;
 
-/// Leases held by this process that must not outlive the request: released at
-/// RSHUTDOWN if their object has not released them yet (a fatal error skips
-/// destructors of objects in cycles and static properties until after it).
-static HELD: Mutex<Option<HeldLeases>> = Mutex::new(None);
-
-/// The pid that owns the entries, and the leases by object id.
-type HeldLeases = (u32, HashMap<u64, (Arc<Lease>, Token)>);
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-fn with_held<T>(f: impl FnOnce(&mut HashMap<u64, (Arc<Lease>, Token)>) -> T) -> T {
-    let mut guard = HELD.lock();
-    let pid = std::process::id();
-    if guard.as_ref().is_none_or(|(p, _)| *p != pid) {
-        // Leases of the parent process are not ours to release after fork().
-        *guard = Some((pid, HashMap::new()));
-    }
-    f(&mut guard.as_mut().expect("just set").1)
-}
-
-/// Releases what this request still holds; called from RSHUTDOWN.
-pub fn release_request_leases() {
-    let leftover: Vec<(Arc<Lease>, Token)> =
-        with_held(|held| held.drain().map(|(_, v)| v).collect());
-    for (lease, token) in leftover {
-        // Best effort: the lease expires on its own if Redis cannot be reached.
-        let _ = lease.release_token(&token);
-    }
-}
-
-#[derive(Default)]
-struct State {
-    hold: Option<Hold>,
-    /// An acquire attempt whose outcome Redis could not confirm yet.
-    unresolved: Option<Token>,
-    /// A release of `hold` timed out: it may have run.
-    release_sent: bool,
-}
-
 /// A lease-based lock on one Redis key. See stubs/redis_lease.stub.php.
 #[php_class]
 #[php(name = "DistributedLock")]
 #[php(flags = ClassFlags::Final)]
 pub struct DistributedLock {
-    id: u64,
-    pid: u32,
     key: Vec<u8>,
     ttl: Duration,
-    lease: Arc<Lease>,
-    state: RefCell<State>,
+    /// Borrowed only for the length of one core call: never across a PHP callback,
+    /// which may call this object again.
+    lock: RefCell<Lock>,
 }
 
-/// Releases a lease when a fatal error unwinds past `synchronized()`.
-struct ReleaseOnBailout(Option<(u64, Arc<Lease>, Token)>);
+impl Drop for DistributedLock {
+    fn drop(&mut self) {
+        self.lock.get_mut().close(crate::php::in_teardown());
+    }
+}
+
+/// Releases the lock when a fatal error unwinds past `synchronized()`.
+struct ReleaseOnBailout(Option<u64>);
 
 impl Drop for ReleaseOnBailout {
     fn drop(&mut self) {
-        if let Some((id, lease, token)) = self.0.take() {
-            with_held(|h| h.remove(&id));
-            let _ = lease.release_token(&token);
+        if let Some(id) = self.0.take() {
+            request::let_go(id);
         }
     }
 }
 
+/// A key for a message: lossy UTF-8, no control characters, at most 100 characters.
+fn printable(key: &[u8]) -> String {
+    let key = String::from_utf8_lossy(key);
+    let mut s: String = key.chars().filter(|c| !c.is_control()).take(100).collect();
+    if key.chars().count() > 100 {
+        s.push('…');
+    }
+    s
+}
+
 impl DistributedLock {
-    fn hold_token(&self) -> Option<Token> {
-        self.state.borrow().hold.as_ref().map(|h| h.token.clone())
-    }
-
-    fn set_hold(&self, hold: Option<Hold>) {
-        match &hold {
-            Some(h) => {
-                with_held(|held| held.insert(self.id, (self.lease.clone(), h.token.clone())))
-            }
-            None => with_held(|held| held.remove(&self.id)),
-        };
-        self.state.borrow_mut().hold = hold;
-    }
-
-    /// Settles an earlier attempt whose outcome was unknown: adopt the lease if
-    /// Redis says our token holds it.
-    fn resolve_unresolved(&self) -> Result<()> {
-        let Some(token) = self.state.borrow().unresolved.clone() else {
-            return Ok(());
-        };
-        let found = self.lease.resolve(&token, self.ttl)?;
-        self.state.borrow_mut().unresolved = None;
-        if let Some((left, fence)) = found {
-            let ttl = left.unwrap_or(self.ttl);
-            self.set_hold(Some(Hold::new(
-                token,
-                fence,
-                ttl,
-                std::time::Instant::now(),
-            )));
-        }
-        Ok(())
-    }
-
-    fn do_acquire(&self, wait: Duration) -> Result<bool> {
-        self.resolve_unresolved()?;
-        if let Some(token) = self.hold_token() {
-            // Already ours? Then acquire() is a no-op, like Symfony's. If it was lost,
-            // forget it and take a new lease.
-            if self.lease.inspect(&token)?.is_some() {
-                return Ok(true);
-            }
-            self.set_hold(None);
-        }
-        match self.lease.acquire(self.ttl, wait) {
-            Ok(hold) => {
-                let got = hold.is_some();
-                self.set_hold(hold);
-                Ok(got)
-            }
-            Err(Error::Unresolved { message, token }) => {
-                self.state.borrow_mut().unresolved = Some(token.clone());
-                Err(Error::Unresolved { message, token })
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    fn do_release(&self) -> Result<bool> {
-        self.resolve_unresolved()?;
-        let Some(hold) = self.state.borrow().hold.clone() else {
-            return Ok(false);
-        };
-        let maybe_done = self.state.borrow().release_sent;
-        match self.lease.release(&hold, maybe_done) {
-            Ok(released) => {
-                self.state.borrow_mut().release_sent = false;
-                self.set_hold(None);
-                Ok(released)
-            }
-            Err(e) => {
-                // Still ours as far as we know; the next release() settles it.
-                self.state.borrow_mut().release_sent |= matches!(e, Error::Unresolved { .. });
-                Err(e)
-            }
-        }
+    fn lost(&self, what: &str) -> PhpException {
+        PhpException::new(
+            format!(
+                "The lease on '{}' expired or was taken {what}; its result is discarded \
+                 (raise the ttl or refresh() inside the callback)",
+                printable(&self.key)
+            ),
+            0,
+            lock_lost_exception(),
+        )
     }
 }
 
@@ -172,10 +80,10 @@ impl DistributedLock {
     #[php(defaults(ttl = 30.0))]
     pub fn __construct(key: Bytes, ttl: Float, dsn: Option<Bytes>) -> PhpResult<Self> {
         let key = key.0;
-        if key.is_empty() {
-            return Err(Error::invalid(
-                "DistributedLock::__construct(): Argument #1 ($key) must not be empty",
-            )
+        if let Err(why) = check_lock_name(&key) {
+            return Err(Error::invalid(format!(
+                "DistributedLock::__construct(): Argument #1 ($key) {why}"
+            ))
             .into());
         }
         if key.len() > MAX_KEY_LEN {
@@ -195,14 +103,13 @@ impl DistributedLock {
             None => ini::get(ini::DSN),
         };
         let endpoint = Endpoint::parse(&dsn, ini::timeouts()?)?;
-        let keys = LeaseKeys::for_lock(ini::get(ini::LOCK_PREFIX).as_bytes(), &key);
+        let prefix = ini::get(ini::LOCK_PREFIX);
+        check_lock_prefix(prefix.as_bytes())?;
+        let keys = LeaseKeys::for_lock(prefix.as_bytes(), &key);
         Ok(DistributedLock {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            pid: std::process::id(),
             key,
             ttl,
-            lease: Arc::new(Lease::new(Arc::new(endpoint), keys)),
-            state: RefCell::new(State::default()),
+            lock: RefCell::new(Lock::new(Lease::new(endpoint.into(), keys), ttl)),
         })
     }
 
@@ -214,12 +121,12 @@ impl DistributedLock {
             wait.0,
             true,
         )?;
-        Ok(self.do_acquire(wait)?)
+        Ok(self.lock.borrow_mut().acquire(wait)?)
     }
 
     /// True when the lock was ours and is now free; false when we had lost it or never held it.
     pub fn release(&self) -> PhpResult<bool> {
-        Ok(self.do_release()?)
+        Ok(self.lock.borrow_mut().release()?)
     }
 
     /// Extends our lease to `$ttl` seconds from now (default: the constructor's ttl).
@@ -228,38 +135,23 @@ impl DistributedLock {
             Some(t) => seconds("DistributedLock::refresh(): Argument #1 ($ttl)", t.0, false)?,
             None => self.ttl,
         };
-        self.resolve_unresolved()?;
-        let Some(mut hold) = self.state.borrow().hold.clone() else {
-            return Ok(false);
-        };
-        let ok = self.lease.refresh(&mut hold, ttl)?;
-        self.set_hold(ok.then_some(hold));
-        Ok(ok)
+        Ok(self.lock.borrow_mut().refresh(ttl)?)
     }
 
     /// Asks Redis whether our token still holds the key.
     pub fn is_acquired(&self) -> PhpResult<bool> {
-        Ok(self.get_remaining_lifetime()?.is_some())
+        Ok(self.lock.borrow_mut().inspect()?.is_some())
     }
 
     /// Seconds left on our lease per Redis; null when we do not hold it.
     pub fn get_remaining_lifetime(&self) -> PhpResult<Option<f64>> {
-        self.resolve_unresolved()?;
-        let Some(token) = self.hold_token() else {
-            return Ok(None);
-        };
-        match self.lease.inspect(&token)? {
-            Some((left, _)) => Ok(Some(left.map_or(f64::INFINITY, |d| d.as_secs_f64()))),
-            None => {
-                self.set_hold(None);
-                Ok(None)
-            }
-        }
+        let owned = self.lock.borrow_mut().inspect()?;
+        Ok(owned.map(|o| o.left.map_or(f64::INFINITY, |d| d.as_secs_f64())))
     }
 
     /// The fencing token of our current hold; null when not held.
     pub fn get_fencing_token(&self) -> Option<i64> {
-        self.state.borrow().hold.as_ref().map(|h| h.fence)
+        self.lock.borrow().hold().map(|h| h.fence)
     }
 
     /// The key as given to the constructor.
@@ -276,9 +168,16 @@ impl DistributedLock {
             true,
         )?;
         // Nested in a synchronized() (or after acquire()) on this object: the outer
-        // holder releases, not us.
-        let nested = self.hold_token().is_some();
-        if !self.do_acquire(wait)? {
+        // holder releases, not us. The lock it holds must still be ours: running
+        // this callback under a new lease would hide from the outer one that part
+        // of its work ran without the lock.
+        if self.lock.borrow().hold().is_some() {
+            if !self.lock.borrow_mut().renew_held()? {
+                return Err(self.lost("before this nested synchronized() call"));
+            }
+            return callback.try_call(vec![]).map_err(Into::into);
+        }
+        if !self.lock.borrow_mut().acquire(wait)? {
             return Err(PhpException::new(
                 format!(
                     "Could not acquire the lock '{}' within {:.3} seconds",
@@ -289,59 +188,25 @@ impl DistributedLock {
                 lock_timeout_exception(),
             ));
         }
-        if nested {
-            return callback.try_call(vec![]).map_err(Into::into);
-        }
-        let token = self.hold_token().expect("held after a successful acquire");
-        let mut guard =
-            BailoutGuard::new(ReleaseOnBailout(Some((self.id, self.lease.clone(), token))));
+        let (id, token) = {
+            let lock = self.lock.borrow();
+            (lock.id(), lock.token().cloned())
+        };
+        let mut guard = BailoutGuard::new(ReleaseOnBailout(Some(id)));
         let result = callback.try_call(vec![]);
         guard.get_mut().0 = None;
         drop(guard);
-        let released = self.do_release();
+        // The callback may have lost the lease and taken a new one (a nested
+        // acquire()): the outer hold still ended before its work did.
+        let same_hold = self.lock.borrow().token() == token.as_ref();
+        let released = self.lock.borrow_mut().release();
         match (result, released) {
             // The callback's exception is still pending: returning Err lets it
             // propagate unchanged, whatever the release found.
             (Err(e), _) => Err(e.into()),
             (Ok(_), Err(e)) => Err(e.into()),
-            (Ok(_), Ok(false)) => Err(PhpException::new(
-                format!(
-                    "The lease on '{}' expired or was taken before the callback finished; \
-                     its result is discarded (raise the ttl or refresh() inside the callback)",
-                    printable(&self.key)
-                ),
-                0,
-                lock_lost_exception(),
-            )),
-            (Ok(value), Ok(true)) => Ok(value),
+            (Ok(value), Ok(true)) if same_hold => Ok(value),
+            (Ok(_), Ok(_)) => Err(self.lost("before the callback finished")),
         }
     }
-}
-
-impl Drop for DistributedLock {
-    fn drop(&mut self) {
-        // Auto-release only in the process that created the object: a forked child
-        // must not free its parent's lock when the child exits.
-        if self.pid != std::process::id() {
-            return;
-        }
-        let state = std::mem::take(self.state.get_mut());
-        with_held(|h| h.remove(&self.id));
-        if let Some(hold) = state.hold {
-            let _ = self.lease.release(&hold, state.release_sent);
-        }
-        if let Some(token) = state.unresolved {
-            let _ = self.lease.abandon(&token, self.ttl);
-        }
-    }
-}
-
-/// A key for a message: lossy UTF-8, no control characters, at most 100 characters.
-fn printable(key: &[u8]) -> String {
-    let key = String::from_utf8_lossy(key);
-    let mut s: String = key.chars().filter(|c| !c.is_control()).take(100).collect();
-    if key.chars().count() > 100 {
-        s.push('…');
-    }
-    s
 }

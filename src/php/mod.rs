@@ -30,6 +30,12 @@ pub fn startup(_ty: i32, module_number: i32) -> i32 {
                 "{problem}; sessions using redis_lease will fail until it is fixed"
             ));
         }
+        if let Err(e) = crate::core::lease::check_lock_prefix(ini::get(ini::LOCK_PREFIX).as_bytes())
+        {
+            session::warn(&format!(
+                "{e}; new DistributedLock objects will throw until it is fixed"
+            ));
+        }
         errors::register_exceptions().is_ok()
     });
     if matches!(ok, Ok(true)) {
@@ -46,10 +52,20 @@ pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     0
 }
 
+/// Whether PHP is shutting the request down (EG_FLAGS_IN_SHUTDOWN): its shutdown
+/// functions, the destructors of its objects, and the extensions' RSHUTDOWN.
+pub fn in_teardown() -> bool {
+    const EG_FLAGS_IN_SHUTDOWN: u32 = 1 << 0;
+    let flags = ext_php_rs::zend::ExecutorGlobals::get().flags;
+    #[allow(clippy::unnecessary_cast)] // zend_uchar in PHP 8.2, uint32_t later
+    let flags = flags as u32;
+    flags & EG_FLAGS_IN_SHUTDOWN != 0
+}
+
 /// RSHUTDOWN: leases still held by this request are released here; the pool's
 /// connections stay open for the worker's next request.
 pub extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
-    let _ = std::panic::catch_unwind(lock::release_request_leases);
+    let _ = std::panic::catch_unwind(crate::core::request::end);
     0
 }
 

@@ -313,11 +313,12 @@ impl Handler {
             // Redis could not say whether the id is taken. A fresh random id of this
             // length is as good as unique, and the read that follows reports the
             // outage; a null id would make PHP throw instead.
-            Err(Error::Connection(_) | Error::Unresolved { .. }) => match generate_id(length, bits)
-            {
-                Ok(id) => Out::ok(Some(id)),
-                Err(e) => Out::warn(None, format!("could not create a session id: {e}")),
-            },
+            Err(Error::Connection(_) | Error::Reply(_) | Error::Unresolved { .. }) => {
+                match generate_id(length, bits) {
+                    Ok(id) => Out::ok(Some(id)),
+                    Err(e) => Out::warn(None, format!("could not create a session id: {e}")),
+                }
+            }
             Err(e) => Out::warn(None, format!("could not create a session id: {e}")),
         }
     }
@@ -341,7 +342,7 @@ impl Drop for Handler {
             return;
         }
         if let Some(mut s) = self.session.take() {
-            let _ = self.store.close(&mut s);
+            self.store.close_or_defer(&mut s, crate::php::in_teardown());
         }
     }
 }

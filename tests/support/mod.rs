@@ -71,12 +71,11 @@ impl RedisServer {
 
     /// Sends a signal (e.g. "STOP", "CONT") to the server process.
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([&format!("-{sig}"), &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -{sig} failed");
+        signal_pid(self.child.id(), sig);
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Cuts every client connection (CLIENT KILL TYPE normal), pooled ones included.
@@ -100,6 +99,16 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Sends signal `sig` ("STOP", "CONT", ...) to process `pid`.
+pub fn signal_pid(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} failed");
 }
 
 /// Polls `cond` until it holds, failing the test after `limit`.

@@ -1,12 +1,28 @@
--- Settle an acquire attempt whose reply was lost: if its token holds the lease,
--- it is ours; if not, void the token so that the attempt, should it still reach
--- Redis later (it may sit in a socket buffer), takes nothing.
--- KEYS[1] lock, KEYS[2] void marker of this token
+-- Settle an attempt whose reply was lost, or a waiter that gives up: if its token
+-- holds the lock, it is ours; if not, the token leaves the queue and is voided, so
+-- that the attempt, should it still reach Redis (it may sit in a socket buffer),
+-- takes nothing.
+-- KEYS[1] lock, KEYS[2] waiters, KEYS[3] their terms, KEYS[4] void marker of this
+-- token, KEYS[5] (sessions only) the session's data
 -- ARGV[1] token, ARGV[2] how long the void marker lasts, in ms
--- Returns {pttl, fence} when ours, nil otherwise.
-local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
-  return {redis.call('PTTL', KEYS[1]), string.sub(v, #ARGV[1] + 2)}
+-- Returns {pttl, fence} when ours ({pttl, fence, data} for a session), nil otherwise.
+local lock, token = KEYS[1], ARGV[1]
+local value = redis.call('GET', lock)
+redis.call('DEL', lock .. ':wake:' .. token)
+if owns(value, token) then
+  if KEYS[5] then
+    local data = redis.pcall('GET', KEYS[5])
+    if type(data) == 'table' and data.err then
+      -- Unreadable data: give the lock up rather than hold what we cannot use.
+      if not hand_off(lock, KEYS[2], KEYS[3], nil, function() return 'n' end, now_ms()) then
+        redis.call('DEL', lock)
+      end
+      return data
+    end
+    return {redis.call('PTTL', lock), string.sub(value, #token + 2), data}
+  end
+  return {redis.call('PTTL', lock), string.sub(value, #token + 2)}
 end
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+leave_queue(KEYS[2], KEYS[3], token)
+redis.call('SET', KEYS[4], '1', 'PX', ARGV[2])
 return false

@@ -1,36 +1,53 @@
--- Lock a session and read its data, in one round trip.
--- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters (sorted set: waiter id -> deadline in ms), KEYS[4] void marker of this token
--- ARGV[1] token, ARGV[2] lock ttl in ms, ARGV[3] how long the caller will wait, in ms (0: not waiting),
--- ARGV[4] waiter id, ARGV[5] most waiters allowed (0: no cap)
--- Returns {1, data or nil} when locked, {0, pttl} when locked by another request,
--- {-1, 0} when too many requests already wait for this session.
-if redis.call('EXISTS', KEYS[4]) == 1 then
+-- Lock a session and read its data in one round trip, or queue for its lock.
+-- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] void
+-- marker of this token
+-- ARGV[1] token, ARGV[2] lock ttl in ms, ARGV[3] how long the caller will still
+-- wait, in ms (0: it will not, and leaves the queue), ARGV[4] most waiters (0: no cap)
+-- Returns {1, data or nil} when it locked the session, {2, data or nil} when the
+-- lock was handed to us while we waited,
+-- {0, pttl} when another request holds it ({0, -2}: this token was voided), and
+-- {-1, 0} when max_waiters requests already wait.
+local data_key, lock, waiters, terms, token = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
+local ttl, wait, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if redis.call('EXISTS', KEYS[5]) == 1 then
   return {0, -2}
 end
-if redis.call('SET', KEYS[2], ARGV[1] .. ':0', 'NX', 'PX', ARGV[2]) then
-  -- A script error does not undo what it did: if the data cannot be read (a key of
-  -- another type), unlock before failing.
-  local data = redis.pcall('GET', KEYS[1])
+local value = redis.call('GET', lock)
+if owns(value, token) then
+  -- Handed to us while we waited, and its wake-up was lost or not read yet.
+  redis.call('DEL', lock .. ':wake:' .. token)
+  local data = redis.pcall('GET', data_key)
   if type(data) == 'table' and data.err then
-    redis.call('DEL', KEYS[2])
+    -- Unreadable data: give the lock up rather than hold what we cannot use.
+    if not hand_off(lock, waiters, terms, nil, function() return 'n' end, now_ms()) then
+      redis.call('DEL', lock)
+    end
     return data
   end
-  redis.call('ZREM', KEYS[3], ARGV[4])
-  return {1, data}
+  return {2, data}
 end
-local wait = tonumber(ARGV[3])
+local now = now_ms()
+if not value then
+  local first = first_waiter(waiters, terms, now)
+  if not first or first == token then
+    -- Read before locking: data of another type fails here, with nothing locked.
+    -- Locking comes first: under maxmemory, Redis refuses it with nothing changed.
+    local data = redis.call('GET', data_key)
+    redis.call('SET', lock, token .. ':0', 'PX', ttl)
+    leave_queue(waiters, terms, token)
+    return {1, data}
+  end
+  hand_off(lock, waiters, terms, nil, function()
+    local data = redis.call('GET', data_key)
+    return data and 'd' .. data or 'n'
+  end, now)
+end
 if wait > 0 then
-  -- Waiters that gave up or died fall out when their deadline passes.
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  local cap = tonumber(ARGV[5])
-  if cap > 0 and not redis.call('ZSCORE', KEYS[3], ARGV[4]) and redis.call('ZCARD', KEYS[3]) >= cap then
+  if cap > 0 and not redis.call('ZSCORE', waiters, token) and redis.call('ZCARD', waiters) >= cap then
     return {-1, 0}
   end
-  redis.call('ZADD', KEYS[3], now + wait, ARGV[4])
-  if redis.call('PTTL', KEYS[3]) < wait then
-    redis.call('PEXPIRE', KEYS[3], wait)
-  end
+  join_queue(waiters, terms, token, ttl, wait, now)
+else
+  leave_queue(waiters, terms, token)
 end
-return {0, redis.call('PTTL', KEYS[2])}
+return {0, redis.call('PTTL', lock)}

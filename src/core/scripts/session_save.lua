@@ -1,24 +1,31 @@
--- Save a session and unlock it, only while our lease still holds the lock.
--- KEYS[1] data, KEYS[2] lock, KEYS[3] wake list, KEYS[4] waiters
--- ARGV[1] token, ARGV[2] data, ARGV[3] data ttl in seconds,
--- ARGV[4] 'write' to store ARGV[2], 'touch' to only renew the data's ttl (lazy_write), 'destroy' to delete it
--- Returns 1 when saved and unlocked, 0 when the lease was lost (nothing is changed then).
-local v = redis.call('GET', KEYS[2])
-if not v or string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. ':' then
+-- Save a session and unlock it, only while our lease still holds the lock; the
+-- lock (with the data just saved) goes to the next waiting request, if any.
+-- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms
+-- ARGV[1] token, ARGV[2] data, ARGV[3] data ttl in seconds, ARGV[4] 'write' to
+-- store ARGV[2], 'touch' to renew the data's ttl (lazy_write), 'destroy' to delete
+-- it, 'unlock' to leave it as it is
+-- Returns 1 when saved and unlocked, 0 when the lease was lost (nothing changed).
+local data_key, lock, op = KEYS[1], KEYS[2], ARGV[4]
+if not owns(redis.call('GET', lock), ARGV[1]) then
   return 0
 end
-if ARGV[4] == 'write' then
-  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-elseif ARGV[4] == 'touch' then
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-else
-  redis.call('DEL', KEYS[1])
+if op == 'write' then
+  redis.call('SET', data_key, ARGV[2], 'EX', ARGV[3])
+elseif op == 'touch' then
+  redis.call('EXPIRE', data_key, ARGV[3])
+elseif op == 'destroy' then
+  redis.call('DEL', data_key)
 end
-redis.call('DEL', KEYS[2])
--- Wake the next waiting request, as release.lua does.
-local waiting = redis.call('PTTL', KEYS[4])
-if waiting > 0 and redis.call('LLEN', KEYS[3]) == 0 then
-  redis.call('RPUSH', KEYS[3], '1')
-  redis.call('PEXPIRE', KEYS[3], waiting)
+local function payload()
+  if op == 'write' then
+    return 'd' .. ARGV[2]
+  elseif op == 'destroy' then
+    return 'n'
+  end
+  local data = redis.call('GET', data_key)
+  return data and 'd' .. data or 'n'
+end
+if not hand_off(lock, KEYS[3], KEYS[4], nil, payload, now_ms()) then
+  redis.call('DEL', lock)
 end
 return 1

@@ -1,0 +1,64 @@
+--TEST--
+Sessions (class and native): session_destroy() in a read-only request (on_lock_timeout = readonly, another request holds the lock) takes effect: the data is deleted, and the holder's later write is refused, so a logout cannot be undone by a request kept busy
+--CONFLICTS--
+all
+--FILE--
+<?php
+require __DIR__ . '/fpm-app/harness.inc';
+require __DIR__ . '/../testing/fault_helpers.php';
+
+$srv = rl_start_redis();
+$raw = new RlRaw($srv['port']);
+$dsn = $srv['dsn'];
+
+foreach (ST_FORMS as $form) {
+    $sid = st_sid();
+    $dataKey = st_data_key($sid);
+    $raw->cmd('SET', $dataKey, 'user|s:5:"alice";', 'EX', 1440);
+    // The request an attacker keeps busy: it holds the lock with the logged-in data.
+    $busy = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 5]);
+    $j = $busy->step('start', ['sid' => $sid]);
+    rl_same("$form: the busy request holds the session", [true, ['user' => 'alice']], [$j['started'] ?? null, $j['data'] ?? null]);
+    $busy->step('set', ['values' => ['touched' => 1]]);
+
+    // The logout: it cannot get the lock, reads the session read-only, destroys it.
+    $logout = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 0.2, 'on_lock_timeout' => 'readonly']);
+    $j = $logout->step('start', ['sid' => $sid]);
+    rl_same("$form: the logout request reads it read-only", [true, ['user' => 'alice']], [$j['started'] ?? null, $j['data'] ?? null]);
+    rl_ok("$form: ... with the read-only warning", st_has_warning(st_ours($j['warnings'] ?? []), 'readonly'), json_encode($j['warnings'] ?? null));
+    $j = $logout->step('destroy');
+    rl_same("$form: session_destroy() returns true", true, $j['destroyed'] ?? null);
+    rl_same("$form: the data is gone", 0, $raw->cmd('EXISTS', $dataKey));
+    rl_same("$form: the busy request's lease was revoked (no lock left)", 0, $raw->cmd('EXISTS', st_lock_key($sid)));
+
+    // The busy request ends and writes: refused, the session stays destroyed.
+    $j = $busy->step('write');
+    rl_ok("$form: the busy request's write is refused with a lost-lease warning",
+        st_has_warning(st_ours($j['warnings'] ?? []), 'lock expired'), json_encode($j['warnings'] ?? null));
+    rl_same("$form: the session is still destroyed", 0, $raw->cmd('EXISTS', $dataKey));
+    rl_same("$form: counted as a lost session lease", 1, $busy->step('metrics')['counters']['session_lost'] ?? null);
+    $busy->finish();
+    $logout->finish();
+}
+echo "done\n";
+?>
+--EXPECT--
+ok: class: the busy request holds the session
+ok: class: the logout request reads it read-only
+ok: class: ... with the read-only warning
+ok: class: session_destroy() returns true
+ok: class: the data is gone
+ok: class: the busy request's lease was revoked (no lock left)
+ok: class: the busy request's write is refused with a lost-lease warning
+ok: class: the session is still destroyed
+ok: class: counted as a lost session lease
+ok: native: the busy request holds the session
+ok: native: the logout request reads it read-only
+ok: native: ... with the read-only warning
+ok: native: session_destroy() returns true
+ok: native: the data is gone
+ok: native: the busy request's lease was revoked (no lock left)
+ok: native: the busy request's write is refused with a lost-lease warning
+ok: native: the session is still destroyed
+ok: native: counted as a lost session lease
+done

@@ -1,0 +1,201 @@
+//! One `DistributedLock`: its hold, and what it still has to settle with Redis.
+//!
+//! Two things can be left open by a call that Redis did not answer in time: an
+//! acquire (its token may hold the lease, or a place in the queue) and a release
+//! (it may still run). Every later call settles them first, so a token is never
+//! used again once its release was sent, and an acquire's lease is never left
+//! to nobody.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::core::error::{Error, Result};
+use crate::core::lease::{Hold, Lease, Owned, Token};
+use crate::core::request;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub struct Lock {
+    id: u64,
+    /// The process that made it: a forked child never releases its parent's lock
+    /// by dropping its copy.
+    pid: u32,
+    lease: Arc<Lease>,
+    ttl: Duration,
+    hold: Option<Hold>,
+    /// An acquire whose outcome Redis could not confirm yet.
+    unresolved: Option<Token>,
+    /// A release of `hold` timed out: it may have run, or may still run.
+    release_sent: bool,
+}
+
+impl Lock {
+    pub fn new(lease: Lease, ttl: Duration) -> Lock {
+        Lock {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            pid: std::process::id(),
+            lease: Arc::new(lease),
+            ttl,
+            hold: None,
+            unresolved: None,
+            release_sent: false,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// The hold we believe we have (Redis may have let it expire since).
+    pub fn hold(&self) -> Option<&Hold> {
+        self.hold.as_ref()
+    }
+
+    pub fn token(&self) -> Option<&Token> {
+        self.hold.as_ref().map(|h| &h.token)
+    }
+
+    fn set_hold(&mut self, hold: Option<Hold>) {
+        match &hold {
+            Some(h) => request::track(self.id, &self.lease, h),
+            None => {
+                request::untrack(self.id);
+            }
+        }
+        self.hold = hold;
+    }
+
+    /// Settles what earlier calls left open: an acquire's lease is adopted (or its
+    /// token voided); with `release`, a timed-out release is completed, so its
+    /// token is never used again (the late release could otherwise delete the
+    /// lease we believe we hold).
+    fn settle(&mut self, release: bool) -> Result<()> {
+        if let Some(token) = self.unresolved.clone() {
+            // The lease, if ours, was set before we asked: it ends no earlier than
+            // `asked` plus what Redis says is left.
+            let asked = Instant::now();
+            let found = self.lease.resolve(&token, self.ttl)?;
+            self.unresolved = None;
+            if let Some(owned) = found {
+                let left = owned.left.unwrap_or(self.ttl);
+                self.set_hold(Some(Hold::new(token, owned.fence, left, asked)));
+            }
+        }
+        if release && self.release_sent {
+            if let Some(hold) = self.hold.clone() {
+                self.lease.release(&hold, true)?;
+            }
+            self.release_sent = false;
+            self.set_hold(None);
+        }
+        Ok(())
+    }
+
+    /// Extends a hold we believe we have to the full ttl. False when there is
+    /// none, or Redis says it was lost (and then we forget it).
+    pub fn renew_held(&mut self) -> Result<bool> {
+        self.settle(true)?;
+        let Some(mut hold) = self.hold.clone() else {
+            return Ok(false);
+        };
+        let ok = self.lease.refresh(&mut hold, self.ttl)?;
+        self.set_hold(ok.then_some(hold));
+        Ok(ok)
+    }
+
+    /// True when we hold the lock (a hold we had is extended to the full ttl, as
+    /// Symfony's acquire() does); false when another holder keeps it past `wait`.
+    pub fn acquire(&mut self, wait: Duration) -> Result<bool> {
+        if self.renew_held()? {
+            return Ok(true);
+        }
+        match self.lease.acquire(self.ttl, wait) {
+            Ok(hold) => {
+                let got = hold.is_some();
+                self.set_hold(hold);
+                Ok(got)
+            }
+            Err(Error::Unresolved { message, token }) => {
+                self.unresolved = Some(token.clone());
+                Err(Error::Unresolved { message, token })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// True when the lock was ours and is now free; false when we had lost it or
+    /// never held it.
+    pub fn release(&mut self) -> Result<bool> {
+        self.settle(false)?;
+        let Some(hold) = self.hold.clone() else {
+            return Ok(false);
+        };
+        match self.lease.release(&hold, self.release_sent) {
+            Ok(released) => {
+                self.release_sent = false;
+                self.set_hold(None);
+                Ok(released)
+            }
+            Err(e) => {
+                // Still ours as far as we know; the next call settles it.
+                self.release_sent |= matches!(e, Error::Unresolved { .. });
+                Err(e)
+            }
+        }
+    }
+
+    /// Extends our lease to `ttl` from now. False when it was no longer ours.
+    pub fn refresh(&mut self, ttl: Duration) -> Result<bool> {
+        self.settle(true)?;
+        let Some(mut hold) = self.hold.clone() else {
+            return Ok(false);
+        };
+        let ok = self.lease.refresh(&mut hold, ttl)?;
+        self.set_hold(ok.then_some(hold));
+        Ok(ok)
+    }
+
+    /// What Redis says about our hold; `None` when we do not hold the lock.
+    pub fn inspect(&mut self) -> Result<Option<Owned>> {
+        self.settle(true)?;
+        let Some(token) = self.token().cloned() else {
+            return Ok(None);
+        };
+        let found = self.lease.inspect(&token)?;
+        if found.is_none() {
+            self.set_hold(None);
+        }
+        Ok(found)
+    }
+
+    /// Lets go of whatever the lock still holds or left open (see
+    /// `Lease::release_or_defer` for `teardown`). For destructors; later calls do
+    /// nothing.
+    pub fn close(&mut self, teardown: bool) {
+        if self.pid != std::process::id() {
+            return;
+        }
+        let still_ours = request::untrack(self.id);
+        if let Some(hold) = self.hold.take() {
+            // Untracked already: the request's end or a bailout guard released it.
+            if still_ours {
+                self.lease
+                    .release_or_defer(&hold, self.release_sent, teardown);
+            }
+        }
+        if let Some(token) = self.unresolved.take() {
+            self.lease.abandon_or_defer(token, self.ttl, teardown);
+        }
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        self.close(false);
+    }
+}

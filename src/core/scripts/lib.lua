@@ -1,0 +1,126 @@
+-- Shared by the lease scripts: scripts.rs puts this in front of each one when it
+-- is loaded (EVALSHA scripts cannot call each other).
+--
+-- A lock's value is '<token>:<fence>'. Requests that wait for it queue beside it:
+-- <lock>:waiters, a sorted set of their tokens in arrival order, and <lock>:terms,
+-- a hash of each waiter's '<ttl> <deadline> <heard until>' (ms). A waiter sleeps in
+-- BLPOP on its own list, <lock>:wake:<token>. A release never leaves a lock free
+-- while someone waits: it sets the lock to the first waiter's token and pushes onto
+-- that waiter's list, whose BLPOP then returns holding the lock.
+--
+-- A waiter asks again at least every NAP_MS (the client's longest nap), which
+-- renews its 'heard until'. One not heard from by then may be dead (killed in its
+-- BLPOP): it is passed over, keeping its place until its deadline, rather than
+-- handed a lock it would hold for its whole ttl.
+--
+-- Under maxmemory, Redis refuses a script's first write if it may grow memory
+-- (SET, RPUSH, ZADD, HSET), and lets every later write through. So a script that
+-- takes a lease writes nothing before its SET (an OOM error then means nothing
+-- changed), and one that frees a lease starts with a write that frees memory
+-- (DEL, ZREM, HDEL), so that it always runs to the end.
+
+-- How long a fencing counter outlives its last grant. Tokens stay strictly
+-- increasing after it expires, because they never fall below the server clock in
+-- microseconds: the clock has moved past the last token by then, unless it stepped
+-- back by more than this.
+local FENCE_KEEP_MS = 3600000
+
+-- How long a wake-up list outlives its waiter's deadline, if never read.
+local WAKE_KEEP_MS = 1000
+
+-- A waiter's longest nap (lease.rs's MAX_NAP), and how late its next word may be.
+local NAP_MS = 1000
+local HEARD_SLACK_MS = 1000
+
+local function owns(value, token)
+  return value and string.sub(value, 1, #token + 1) == token .. ':'
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The next fencing token of a lock: above every one granted before, and at least
+-- the server clock in microseconds (so tokens keep rising when the counter is
+-- lost: a restart without persistence, a failover to a replica that missed the
+-- last grants, or the counter's expiry). Usually one SET ... GET does it.
+local function next_fence(fence_key, ttl)
+  local t = redis.call('TIME')
+  local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local keep = ttl + FENCE_KEEP_MS
+  local last = tonumber(redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', keep, 'GET'))
+  if last and last >= fence then
+    fence = last + 1
+    redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', keep)
+  end
+  return string.format('%.0f', fence)
+end
+
+local function leave_queue(waiters, terms, token)
+  redis.call('ZREM', waiters, token)
+  redis.call('HDEL', terms, token)
+end
+
+-- The first waiter within its deadline and heard from lately, as token, ttl,
+-- deadline. Those whose deadline passed (they gave up, or died) are dropped on
+-- the way; those not heard from lately are passed over.
+local function first_waiter(waiters, terms, now)
+  local i = 0
+  while true do
+    local token = redis.call('ZRANGE', waiters, i, i)[1]
+    if not token then
+      return nil
+    end
+    local ttl, deadline, heard = string.match(redis.call('HGET', terms, token) or '',
+      '^(%d+) (%d+) (%d+)$')
+    if not ttl or tonumber(deadline) <= now then
+      leave_queue(waiters, terms, token)
+    elseif tonumber(heard) <= now then
+      i = i + 1
+    else
+      return token, tonumber(ttl), tonumber(deadline)
+    end
+  end
+end
+
+-- Queues `token` (keeping its place if it is already queued) until now + wait.
+local function join_queue(waiters, terms, token, ttl, wait, now)
+  if not redis.call('ZSCORE', waiters, token) then
+    local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
+    redis.call('ZADD', waiters, (tonumber(last) or 0) + 1, token)
+  end
+  local heard = now + math.min(wait, NAP_MS) + HEARD_SLACK_MS
+  redis.call('HSET', terms, token, ttl .. ' ' .. (now + wait) .. ' ' .. heard)
+  -- The queue lasts as long as its longest waiter.
+  local keep = wait + WAKE_KEEP_MS
+  if redis.call('PTTL', waiters) < keep then
+    redis.call('PEXPIRE', waiters, keep)
+    redis.call('PEXPIRE', terms, keep)
+  end
+end
+
+-- Hands the free lock to the first waiter (see first_waiter): the lock
+-- becomes that waiter's (with a fresh fence when fence_key is given, for its
+-- ttl), and '<fence>:<payload()>' goes onto its wake-up list. True when handed.
+local function hand_off(lock, waiters, terms, fence_key, payload, now)
+  local token, ttl, deadline = first_waiter(waiters, terms, now)
+  if not token then
+    return false
+  end
+  local body = payload()
+  leave_queue(waiters, terms, token)
+  local fence = '0'
+  if fence_key then
+    fence = next_fence(fence_key, ttl)
+  end
+  redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
+  local wake = lock .. ':wake:' .. token
+  redis.call('RPUSH', wake, fence .. ':' .. body)
+  redis.call('PEXPIRE', wake, deadline - now + WAKE_KEEP_MS)
+  return true
+end
+
+local function no_payload()
+  return ''
+end

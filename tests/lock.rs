@@ -1,0 +1,172 @@
+//! One DistributedLock's state (`core::lock::Lock`) against a real redis-server:
+//! what an unanswered call leaves open is settled by the next one, and what a
+//! request holds is its own.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_lease::core::dsn::{Endpoint, Timeouts};
+use redis_lease::core::error::Error;
+use redis_lease::core::lease::{Lease, LeaseKeys};
+use redis_lease::core::lock::Lock;
+use redis_lease::core::request;
+use support::{await_until, exists, RedisServer};
+
+fn lease(server: &RedisServer, query: &str, name: &str) -> Lease {
+    let ep = Endpoint::parse(&format!("{}{query}", server.dsn()), Timeouts::default()).unwrap();
+    Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()))
+}
+
+fn pttl(server: &RedisServer, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query(&mut server.conn())
+        .unwrap()
+}
+
+/// An acquire that Redis did not answer in time, whose script then ran: Redis
+/// holds the lock for a token only the lock object knows. Returns the object and
+/// when its acquire was sent.
+fn unresolved_acquire(server: &RedisServer, name: &str, ttl: Duration) -> (Lock, Instant) {
+    let mut lock = Lock::new(lease(server, "?read_timeout=0.2", name), ttl);
+    // Warm up: the pooled connection made, the scripts loaded, so that what the
+    // stop hits is the acquire script itself.
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    assert!(lock.release().unwrap());
+    server.signal("STOP");
+    let sent = Instant::now();
+    let err = lock.acquire(Duration::ZERO).unwrap_err();
+    server.signal("CONT");
+    assert!(matches!(err, Error::Unresolved { .. }), "{err:?}");
+    let key = format!("lock:{{{name}}}");
+    let mut raw = server.conn();
+    await_until(Duration::from_secs(5), "the late acquire to run", || {
+        exists(&mut raw, &key)
+    });
+    (lock, sent)
+}
+
+#[test]
+fn acquire_extends_an_adopted_lease_to_the_full_ttl() {
+    let server = RedisServer::start();
+    let ttl = Duration::from_millis(1500);
+    let (mut lock, _) = unresolved_acquire(&server, "adopt", ttl);
+    // Let most of the adopted lease run out before asking again.
+    await_until(Duration::from_secs(5), "the lease to run low", || {
+        pttl(&server, "lock:{adopt}") < 600
+    });
+    assert!(lock.acquire(Duration::ZERO).unwrap(), "the lease is ours");
+    let left = pttl(&server, "lock:{adopt}");
+    assert!(
+        left > 1300,
+        "acquire() returned true with only {left} ms of a 1500 ms lease left"
+    );
+    let hold = lock.hold().unwrap();
+    assert_eq!(hold.ttl, ttl);
+    assert!(lock.release().unwrap());
+}
+
+#[test]
+fn an_adopted_lease_counts_from_before_the_question() {
+    let server = RedisServer::start();
+    let (mut lock, _) = unresolved_acquire(&server, "since", Duration::from_secs(2));
+    // Redis answers the question (resolve) 150 ms late: it measured the lease's
+    // time left somewhere in between, so the lease surely lasts until the moment
+    // of the question plus that time, not until the answer plus that time.
+    let before = Instant::now();
+    server.signal("STOP");
+    let resume = {
+        let pid = server.pid();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150)); // the injected delay
+            support::signal_pid(pid, "CONT");
+        })
+    };
+    let owned = lock.inspect().unwrap().expect("adopted");
+    let answered = Instant::now();
+    resume.join().unwrap();
+    let hold = lock.hold().unwrap();
+    assert!(hold.sent >= before);
+    assert!(
+        hold.sent + Duration::from_millis(100) < answered,
+        "counted from the answer, {:?} after the question",
+        answered - hold.sent
+    );
+    assert!(hold.safe_until() <= hold.sent + owned.left.unwrap());
+}
+
+#[test]
+fn a_release_that_timed_out_is_completed_before_anything_else() {
+    let server = RedisServer::start();
+    let mut lock = Lock::new(
+        lease(&server, "?read_timeout=0.2", "relsent"),
+        Duration::from_secs(30),
+    );
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let first = lock.hold().unwrap().clone();
+    server.signal("STOP");
+    assert!(matches!(lock.release(), Err(Error::Unresolved { .. })));
+    server.signal("CONT");
+    // Whenever the late release runs, the next acquire must not count on the old
+    // token: it completes that release and takes a fresh lease.
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let now = lock.hold().unwrap().clone();
+    assert_ne!(now.token, first.token);
+    assert!(now.fence > first.fence);
+    let mut raw = server.conn();
+    await_until(
+        Duration::from_secs(5),
+        "Redis to run the late release",
+        || {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut raw).unwrap();
+            list.lines().count() <= 2
+        },
+    );
+    assert!(
+        lock.inspect().unwrap().is_some(),
+        "the late release deleted our new lease"
+    );
+    assert!(lock.release().unwrap());
+}
+
+#[test]
+fn a_request_end_releases_only_its_own_threads_locks() {
+    let server = RedisServer::start();
+    // Two requests on two threads, as under ZTS: one ends while the other works.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let ep = server.dsn();
+    let other = std::thread::spawn(move || {
+        let ep = Endpoint::parse(&ep, Timeouts::default()).unwrap();
+        let mut lock = Lock::new(
+            Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", b"theirs")),
+            Duration::from_secs(30),
+        );
+        assert!(lock.acquire(Duration::ZERO).unwrap());
+        tx.send(request::held()).unwrap();
+        done_rx.recv().unwrap();
+        let still = lock.inspect().unwrap().is_some();
+        assert!(lock.release().unwrap());
+        still
+    });
+    assert_eq!(rx.recv().unwrap(), 1, "the other request holds one lock");
+    let mut mine = Lock::new(lease(&server, "", "mine"), Duration::from_secs(30));
+    assert!(mine.acquire(Duration::ZERO).unwrap());
+    assert_eq!(request::held(), 1, "this request holds its own one");
+    request::end();
+    let mut raw = server.conn();
+    assert!(
+        !exists(&mut raw, "lock:{mine}"),
+        "our request's end released ours"
+    );
+    assert!(exists(&mut raw, "lock:{theirs}"), "and left theirs alone");
+    done_tx.send(()).unwrap();
+    assert!(
+        other.join().unwrap(),
+        "the other request still held its lock"
+    );
+    // Our object learns that its hold is gone without releasing anything again.
+    assert!(!mine.release().unwrap());
+}
