@@ -51,6 +51,34 @@ function fault_rmtree(string $path): void
  */
 function fault_start_redis(array $extra = [], int $port = 0): array
 {
+    $dir = rl_private_dir($extra);
+    return fault_start_server(static fn(string $bin, int $p): array => [$bin, '--port', (string) $p,
+        '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...$dir, ...$extra], $port);
+}
+
+/**
+ * Start a Sentinel watching $service (master at 127.0.0.1:$masterPort, quorum 2,
+ * down after 1 s), like fault_start_redis(), with its own config file.
+ */
+function fault_start_sentinel(string $service, int $masterPort): array
+{
+    $dir = fault_tempdir('sentinel');
+    return fault_start_server(static function (string $bin, int $p) use ($dir, $service, $masterPort): array {
+        file_put_contents("$dir/sentinel-$p.conf", "port $p\nbind 127.0.0.1\ndir $dir\n"
+            . "sentinel monitor $service 127.0.0.1 $masterPort 2\n"
+            . "sentinel down-after-milliseconds $service 1000\n"
+            . "sentinel failover-timeout $service 3000\n"
+            . "sentinel parallel-syncs $service 1\n");
+        return [$bin, "$dir/sentinel-$p.conf", '--sentinel'];
+    });
+}
+
+/**
+ * Start a redis-server with the argv $argvFor(binary, port) gives, on $port or a
+ * free one; see fault_start_redis().
+ */
+function fault_start_server(callable $argvFor, int $port = 0): array
+{
     $bin = trim((string) shell_exec('command -v redis-server 2>/dev/null'));
     $bash = trim((string) shell_exec('command -v bash 2>/dev/null'));
     if ($bin === '' || $bash === '') {
@@ -63,8 +91,7 @@ function fault_start_redis(array $extra = [], int $port = 0): array
     for ($attempt = 0; $attempt < 5; $attempt++) {
         $p = $port !== 0 ? $port : rl_free_port();
         $log = rl_tempfile('.log');
-        $argv = [$bin, '--port', (string) $p, '--bind', '127.0.0.1',
-            '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...$extra];
+        $argv = $argvFor($bin, $p);
         if ($setpriv !== '') {
             // The kernel kills the server if this PHP process dies uncleanly.
             $argv = [$setpriv, '--pdeathsig', 'KILL', '--', ...$argv];

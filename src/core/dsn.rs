@@ -1,15 +1,25 @@
 //! Where Redis is and how to talk to it, parsed from one DSN string.
 //!
-//! Accepted forms (a demanding user's existing `session.save_path` must work):
-//! - `redis://[[user]:password@]host[:port][/db][?query]`
-//! - `unix:///path/to.sock[?query]`, or a bare absolute path `/path/to.sock`
-//! - phpredis style `tcp://host:port?auth=..&database=..&timeout=..&read_timeout=..`
-//! - a bare `host[:port]`
+//! One grammar for every place a DSN is given (`DistributedLock`, the session
+//! handler class, `redis_lease.dsn`, `session.save_path`); an existing phpredis
+//! `session.save_path` must work as it is:
+//! - one node: `redis://[[user]:password@]host[:port][/db][?query]`, `rediss://...`
+//!   (TLS), phpredis's `tcp://host:port?auth=..` and `tls://` (or `ssl://`),
+//!   `unix:///path/to.sock` or a bare absolute path, or a bare `host[:port]`;
+//! - Sentinel: `redis-sentinel://[user:pass@]h1:26379,h2:26379/SERVICE[?query]`,
+//!   `rediss-sentinel://` (TLS to the sentinels and to the master);
+//! - Cluster: `redis-cluster://[user:pass@]h1:p1,h2:p2[?query]`, `rediss-cluster://`,
+//!   and phpredis's rediscluster save_path `seed[]=h1:p1&seed[]=h2:p2&...`.
 //!
-//! Query parameters (all forms): `auth` (password, or `auth[]=user&auth[]=pass`),
-//! `user`, `database`/`db`, `timeout`/`connect_timeout`, `read_timeout`, `prefix`,
-//! and phpredis's `persistent`, `weight`, `retry_interval`, accepted for
-//! compatibility (connections are always kept per worker, and there is one endpoint).
+//! Query parameters: `auth` (password, `auth[]=user&auth[]=pass`, or
+//! `auth[user]=..&auth[pass]=..`), `user`, `database`/`db`,
+//! `timeout`/`connect_timeout`, `read_timeout`, `prefix`; TLS: `cafile`, `cert`,
+//! `key`, `verify_peer`, `verify_peer_name` (phpredis: `stream[cafile]`,
+//! `stream[local_cert]`, `stream[local_pk]`, `stream[verify_peer]`,
+//! `stream[verify_peer_name]`); Sentinel: `sentinel_auth` (password, or
+//! `sentinel_auth[]=user&sentinel_auth[]=pass`); durability: `wait_replicas`,
+//! `wait_timeout` (ms); phpredis's `persistent`, `weight`, `retry_interval` and
+//! rediscluster's `failover` are accepted and ignored.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -21,6 +31,11 @@ use crate::core::error::{Error, Result};
 /// Redis hang every php-fpm worker, so there is none.
 pub const MAX_TIMEOUT_SECS: f64 = 3600.0;
 
+/// Most replicas a `wait_replicas` may ask for, and the longest `wait_timeout` (ms).
+const MAX_WAIT_REPLICAS: u32 = 64;
+const MAX_WAIT_TIMEOUT_MS: u64 = 60_000;
+
+/// One node's address.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Addr {
     Tcp { host: String, port: u16 },
@@ -35,6 +50,97 @@ impl fmt::Display for Addr {
             Addr::Unix(path) => write!(f, "unix://{}", path.display()),
         }
     }
+}
+
+/// Where Redis is: one node, a master found through Sentinel, or a Cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Topology {
+    Node(Addr),
+    /// The master of `service`, as the sentinels at these addresses (TCP) say.
+    Sentinel {
+        sentinels: Vec<Addr>,
+        service: String,
+    },
+    /// A Redis Cluster, discovered from any of these nodes (TCP).
+    Cluster {
+        seeds: Vec<Addr>,
+    },
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |addrs: &[Addr]| {
+            addrs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match self {
+            Topology::Node(addr) => write!(f, "{addr}"),
+            Topology::Sentinel { sentinels, service } => {
+                write!(
+                    f,
+                    "the master of '{service}' (sentinels {})",
+                    list(sentinels)
+                )
+            }
+            Topology::Cluster { seeds } => write!(f, "the cluster of {}", list(seeds)),
+        }
+    }
+}
+
+/// TLS settings. Certificates are read from their files when a connection is
+/// made (once per worker), never when a DSN is parsed (every request).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tls {
+    /// CA certificates (PEM) to trust instead of the system's roots.
+    pub cafile: Option<PathBuf>,
+    /// Client certificate and its private key (PEM), for mutual TLS.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    /// Off: no certificate check at all (an explicit opt-out).
+    pub verify_peer: bool,
+    /// Off: the certificate chain is checked, the host name is not.
+    pub verify_peer_name: bool,
+}
+
+impl Tls {
+    fn new() -> Tls {
+        Tls {
+            cafile: None,
+            cert: None,
+            key: None,
+            verify_peer: true,
+            verify_peer_name: true,
+        }
+    }
+}
+
+/// A user name and password (either may be absent).
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Credentials {
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Credentials({:?}, {})",
+            self.username,
+            if self.password.is_some() { "***" } else { "-" }
+        )
+    }
+}
+
+/// Writes that must reach `replicas` replicas (WAIT) before they are reported done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Wait {
+    pub replicas: u32,
+    /// How long WAIT may block; `None`: the read timeout.
+    pub timeout: Option<Duration>,
 }
 
 /// Timeouts used when the DSN does not set its own (from ini settings).
@@ -53,17 +159,32 @@ impl Default for Timeouts {
     }
 }
 
-/// One Redis endpoint with credentials and timeouts. `Debug` and `Display` never
-/// show the password.
+/// Redis with credentials, TLS and timeouts. `Debug` and `Display` never show a
+/// password.
 #[derive(Clone, PartialEq)]
 pub struct Endpoint {
-    pub addr: Addr,
-    pub username: Option<String>,
-    pub password: Option<String>,
+    pub topology: Topology,
+    /// The data nodes' credentials (the master's, with Sentinel).
+    pub auth: Credentials,
+    /// The sentinels' own credentials.
+    pub sentinel_auth: Credentials,
     pub db: i64,
+    pub tls: Option<Tls>,
     pub timeouts: Timeouts,
     /// Key prefix given in the DSN (phpredis's `prefix=`), for the session store.
     pub prefix: Option<String>,
+    pub wait: Option<Wait>,
+}
+
+/// What makes two endpoints the same Redis, to the connection pool: timeouts,
+/// prefix and WAIT settings are per call, not per connection.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Identity {
+    topology: Topology,
+    auth: Credentials,
+    sentinel_auth: Credentials,
+    db: i64,
+    tls: Option<Tls>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -84,32 +205,116 @@ impl Endpoint {
         Parser { dsn: dsn.trim() }.parse(defaults)
     }
 
-    /// The DSN with the password replaced by `***`: safe for messages and phpinfo.
+    pub fn identity(&self) -> Identity {
+        Identity {
+            topology: self.topology.clone(),
+            auth: self.auth.clone(),
+            sentinel_auth: self.sentinel_auth.clone(),
+            db: self.db,
+            tls: self.tls.clone(),
+        }
+    }
+
+    /// Whether this endpoint is `id` (cheaper than building an identity).
+    pub fn is(&self, id: &Identity) -> bool {
+        self.topology == id.topology
+            && self.auth == id.auth
+            && self.db == id.db
+            && self.sentinel_auth == id.sentinel_auth
+            && self.tls == id.tls
+    }
+
+    /// Where Redis is, for messages: `host:port`, or the Sentinel service or
+    /// Cluster seeds. Never a password.
+    pub fn location(&self) -> String {
+        let tls = if self.tls.is_some() { " (TLS)" } else { "" };
+        format!("{}{tls}", self.topology)
+    }
+
+    /// The DSN with passwords replaced by `***`: safe for messages and phpinfo
+    /// (certificate paths are shown, their contents never read here).
     pub fn redacted(&self) -> String {
-        let auth = match (&self.username, &self.password) {
+        let userinfo = |c: &Credentials| match (&c.username, &c.password) {
             (Some(u), Some(_)) => format!("{u}:***@"),
             (None, Some(_)) => ":***@".to_string(),
             (Some(u), None) => format!("{u}@"),
             (None, None) => String::new(),
         };
-        match &self.addr {
-            Addr::Tcp { .. } => format!("redis://{auth}{}/{}", self.addr, self.db),
-            Addr::Unix(path) if auth.is_empty() => {
-                format!("unix://{}?database={}", path.display(), self.db)
+        let s = if self.tls.is_some() { "s" } else { "" };
+        let list = |addrs: &[Addr]| {
+            addrs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut query: Vec<String> = Vec::new();
+        let mut out = match &self.topology {
+            Topology::Node(Addr::Unix(path)) => {
+                query.push(format!("database={}", self.db));
+                if self.auth.password.is_some() {
+                    query.push("auth=***".into());
+                }
+                format!("unix://{}", path.display())
             }
-            Addr::Unix(path) => format!("unix://{}?database={}&auth=***", path.display(), self.db),
+            Topology::Node(addr) => {
+                format!("redis{s}://{}{addr}/{}", userinfo(&self.auth), self.db)
+            }
+            Topology::Sentinel { sentinels, service } => {
+                if self.db != 0 {
+                    query.push(format!("database={}", self.db));
+                }
+                if self.sentinel_auth != Credentials::default() {
+                    query.push(format!(
+                        "sentinel_auth={}",
+                        userinfo(&self.sentinel_auth).trim_end_matches('@')
+                    ));
+                }
+                format!(
+                    "redis{s}-sentinel://{}{}/{service}",
+                    userinfo(&self.auth),
+                    list(sentinels)
+                )
+            }
+            Topology::Cluster { seeds } => {
+                format!("redis{s}-cluster://{}{}", userinfo(&self.auth), list(seeds))
+            }
+        };
+        if let Some(tls) = &self.tls {
+            let path = |name: &str, p: &Option<PathBuf>| {
+                p.as_ref().map(|p| format!("{name}={}", p.display()))
+            };
+            query.extend(path("cafile", &tls.cafile));
+            query.extend(path("cert", &tls.cert));
+            query.extend(path("key", &tls.key));
+            if !tls.verify_peer {
+                query.push("verify_peer=0".into());
+            } else if !tls.verify_peer_name {
+                query.push("verify_peer_name=0".into());
+            }
         }
+        if let Some(w) = &self.wait {
+            query.push(format!("wait_replicas={}", w.replicas));
+            if let Some(t) = w.timeout {
+                query.push(format!("wait_timeout={}", t.as_millis()));
+            }
+        }
+        if !query.is_empty() {
+            out.push('?');
+            out.push_str(&query.join("&"));
+        }
+        out
     }
+}
 
-    /// Identity of the connection: two endpoints with the same key can share one.
-    pub(crate) fn connection_key(&self) -> (Addr, Option<String>, Option<String>, i64) {
-        (
-            self.addr.clone(),
-            self.username.clone(),
-            self.password.clone(),
-            self.db,
-        )
-    }
+/// The scheme of a DSN.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Node,
+    Sentinel,
+    Cluster,
+    /// phpredis's rediscluster save_path: no scheme, seeds in the query.
+    ClusterSeeds,
 }
 
 struct Parser<'a> {
@@ -128,11 +333,6 @@ impl Parser<'_> {
         if dsn.is_empty() {
             return Err(self.fail("it is empty"));
         }
-        if dsn.contains(',') {
-            return Err(self.fail(
-                "several endpoints separated by commas are not supported; give exactly one",
-            ));
-        }
         if dsn.bytes().any(|b| b.is_ascii_control() || b == b' ') {
             return Err(self.fail("it contains spaces or control characters"));
         }
@@ -141,33 +341,96 @@ impl Parser<'_> {
             None => (dsn, None),
         };
         let mut ep = Endpoint {
-            addr: Addr::Tcp {
+            topology: Topology::Node(Addr::Tcp {
                 host: String::new(),
                 port: 6379,
-            },
-            username: None,
-            password: None,
+            }),
+            auth: Credentials::default(),
+            sentinel_auth: Credentials::default(),
             db: 0,
+            tls: None,
             timeouts: defaults,
             prefix: None,
+            wait: None,
         };
-        if let Some(path) = rest.strip_prefix("unix://") {
+        let tls = Some(Tls::new());
+        let scheme = if let Some(path) = rest.strip_prefix("unix://") {
             self.unix_path(&mut ep, path)?;
+            Scheme::Node
         } else if rest.starts_with('/') {
             self.unix_path(&mut ep, rest)?;
-        } else if let Some(r) = rest.strip_prefix("redis://") {
-            self.authority_and_db(&mut ep, r)?;
-        } else if let Some(r) = rest.strip_prefix("tcp://") {
-            self.authority_and_db(&mut ep, r)?;
-        } else if rest.starts_with("rediss://") || rest.starts_with("tls://") {
-            return Err(self.fail("TLS endpoints (rediss://, tls://) are not supported yet"));
-        } else if rest.contains("://") {
-            return Err(self.fail("unknown scheme; use redis://, tcp:// or unix://"));
+            Scheme::Node
+        } else if let Some((scheme, after)) = rest.split_once("://") {
+            let (kind, secure) = match scheme {
+                "redis" | "tcp" => (Scheme::Node, false),
+                "rediss" | "tls" | "ssl" => (Scheme::Node, true),
+                "redis-sentinel" => (Scheme::Sentinel, false),
+                "rediss-sentinel" => (Scheme::Sentinel, true),
+                "redis-cluster" => (Scheme::Cluster, false),
+                "rediss-cluster" => (Scheme::Cluster, true),
+                _ => {
+                    return Err(self.fail(
+                        "unknown scheme; use redis://, rediss://, tcp://, tls://, unix://, \
+                         redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://",
+                    ))
+                }
+            };
+            if secure {
+                ep.tls = tls;
+            }
+            match kind {
+                Scheme::Node => self.node(&mut ep, after)?,
+                Scheme::Sentinel => self.sentinel(&mut ep, after)?,
+                _ => self.cluster(&mut ep, after)?,
+            }
+            kind
+        } else if rest.is_empty() && query.is_some_and(|q| q.starts_with("seed")) {
+            Scheme::ClusterSeeds
+        } else if rest.starts_with("seed[]=") || rest.starts_with("seed%5B%5D=") {
+            // A rediscluster save_path has no '?': the whole of it is the query.
+            return self.seeds_form(ep, dsn);
         } else {
-            self.authority_and_db(&mut ep, rest)?;
+            self.node(&mut ep, rest)?;
+            Scheme::Node
+        };
+        if scheme == Scheme::ClusterSeeds {
+            return self.seeds_form(ep, query.unwrap_or_default());
         }
         if let Some(q) = query {
-            self.query(&mut ep, q)?;
+            self.query(&mut ep, q, scheme)?;
+        }
+        self.check(ep)
+    }
+
+    fn seeds_form(&self, mut ep: Endpoint, query: &str) -> Result<Endpoint> {
+        ep.topology = Topology::Cluster { seeds: Vec::new() };
+        self.query(&mut ep, query, Scheme::ClusterSeeds)?;
+        self.check(ep)
+    }
+
+    /// Checks what only the whole DSN can tell.
+    fn check(&self, ep: Endpoint) -> Result<Endpoint> {
+        if let Topology::Cluster { seeds } = &ep.topology {
+            if seeds.is_empty() {
+                return Err(self.fail("a cluster needs at least one seed node (seed[]=host:port)"));
+            }
+            if ep.db != 0 {
+                return Err(self
+                    .fail("Redis Cluster has one database (0); remove database/db from the DSN"));
+            }
+        }
+        if !matches!(ep.topology, Topology::Sentinel { .. })
+            && ep.sentinel_auth != Credentials::default()
+        {
+            return Err(self.fail("sentinel_auth is for redis-sentinel:// DSNs only"));
+        }
+        if let Some(tls) = &ep.tls {
+            if tls.cert.is_some() != tls.key.is_some() {
+                return Err(self.fail(
+                    "a client certificate needs its key, and a key its certificate (cert= and key=, \
+                     or stream[local_cert] and stream[local_pk])",
+                ));
+            }
         }
         Ok(ep)
     }
@@ -178,25 +441,89 @@ impl Parser<'_> {
                 self.fail("a unix socket needs an absolute path, as in unix:///run/redis.sock")
             );
         }
-        ep.addr = Addr::Unix(PathBuf::from(
+        ep.topology = Topology::Node(Addr::Unix(PathBuf::from(
             percent_decode(path).map_err(|e| self.fail(e))?,
-        ));
+        )));
         Ok(())
     }
 
-    fn authority_and_db(&self, ep: &mut Endpoint, s: &str) -> Result<()> {
+    /// `[userinfo@]host[:port][/db]`
+    fn node(&self, ep: &mut Endpoint, s: &str) -> Result<()> {
         let (authority, db) = match s.split_once('/') {
             Some((a, d)) => (a, Some(d)),
             None => (s, None),
         };
-        // The password may itself contain '@' when not percent-encoded: split at the last one.
-        let hostport = match authority.rsplit_once('@') {
-            Some((userinfo, hp)) => {
-                self.userinfo(ep, userinfo)?;
-                hp
-            }
-            None => authority,
+        let hostport = self.userinfo_then(ep, authority)?;
+        if hostport.contains(',') {
+            return Err(self.fail(
+                "several hosts separated by commas need redis-sentinel:// or redis-cluster://",
+            ));
+        }
+        ep.topology = Topology::Node(self.host_port(hostport, 6379)?);
+        match db {
+            None | Some("") => {}
+            Some(d) => ep.db = self.db_number(d)?,
+        }
+        Ok(())
+    }
+
+    /// `[userinfo@]h1:p1,h2:p2/SERVICE`
+    fn sentinel(&self, ep: &mut Endpoint, s: &str) -> Result<()> {
+        let (authority, service) = s.split_once('/').unwrap_or((s, ""));
+        let hosts = self.userinfo_then(ep, authority)?;
+        let service = percent_decode(service).map_err(|e| self.fail(e))?;
+        if service.is_empty() || service.contains('/') {
+            return Err(self.fail(
+                "a Sentinel DSN names its service (master name) after the hosts, as in \
+                 redis-sentinel://h1:26379,h2:26379/mymaster",
+            ));
+        }
+        ep.topology = Topology::Sentinel {
+            sentinels: self.host_list(hosts, 26379)?,
+            service,
         };
+        Ok(())
+    }
+
+    /// `[userinfo@]h1:p1,h2:p2[/]`
+    fn cluster(&self, ep: &mut Endpoint, s: &str) -> Result<()> {
+        let (authority, db) = s.split_once('/').unwrap_or((s, ""));
+        if !db.is_empty() {
+            return Err(
+                self.fail("Redis Cluster has one database (0); remove the /database from the DSN")
+            );
+        }
+        let hosts = self.userinfo_then(ep, authority)?;
+        ep.topology = Topology::Cluster {
+            seeds: self.host_list(hosts, 6379)?,
+        };
+        Ok(())
+    }
+
+    /// Takes the userinfo off an authority; returns what follows it.
+    fn userinfo_then<'a>(&self, ep: &mut Endpoint, authority: &'a str) -> Result<&'a str> {
+        // The password may itself contain '@' when not percent-encoded: split at the last one.
+        match authority.rsplit_once('@') {
+            Some((userinfo, rest)) => {
+                ep.auth = self.userinfo(userinfo)?;
+                Ok(rest)
+            }
+            None => Ok(authority),
+        }
+    }
+
+    fn host_list(&self, s: &str, default_port: u16) -> Result<Vec<Addr>> {
+        let list: Vec<Addr> = s
+            .split(',')
+            .map(|h| self.host_port(h, default_port))
+            .collect::<Result<_>>()?;
+        if list.len() > 64 {
+            return Err(self.fail("more than 64 hosts"));
+        }
+        Ok(list)
+    }
+
+    fn host_port(&self, hostport: &str, default_port: u16) -> Result<Addr> {
         let (host, port) = if let Some(r) = hostport.strip_prefix('[') {
             let (h, after) = r
                 .split_once(']')
@@ -228,41 +555,37 @@ impl Parser<'_> {
             return Err(self.fail("the host name is malformed"));
         }
         let port = match port {
-            None => 6379,
+            None => default_port,
             Some(p) => match p.parse::<u16>() {
                 Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
                 _ => return Err(self.fail("the port is not a number from 1 to 65535")),
             },
         };
-        ep.addr = Addr::Tcp {
+        Ok(Addr::Tcp {
             host: host.to_string(),
             port,
-        };
-        match db {
-            None | Some("") => {}
-            Some(d) => ep.db = self.db_number(d)?,
-        }
-        Ok(())
+        })
     }
 
-    fn userinfo(&self, ep: &mut Endpoint, userinfo: &str) -> Result<()> {
+    fn userinfo(&self, userinfo: &str) -> Result<Credentials> {
         let (user, pass) = match userinfo.split_once(':') {
             Some((u, p)) => (u, Some(p)),
             None => (userinfo, None),
         };
+        let mut c = Credentials::default();
         if !user.is_empty() {
-            ep.username = Some(percent_decode(user).map_err(|e| self.fail(e))?);
+            c.username = Some(percent_decode(user).map_err(|e| self.fail(e))?);
         }
         match pass {
             Some("") | None if user.is_empty() => {
                 return Err(self.fail("'@' is given but no user name or password before it"));
             }
             Some(p) if !p.is_empty() => {
-                ep.password = Some(percent_decode(p).map_err(|e| self.fail(e))?);
+                c.password = Some(percent_decode(p).map_err(|e| self.fail(e))?);
             }
             _ => {}
         }
-        Ok(())
+        Ok(c)
     }
 
     fn db_number(&self, d: &str) -> Result<i64> {
@@ -277,23 +600,46 @@ impl Parser<'_> {
         }
     }
 
-    fn query(&self, ep: &mut Endpoint, q: &str) -> Result<()> {
+    fn flag(&self, name: &str, v: &str) -> Result<bool> {
+        match v {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" | "" => Ok(false),
+            _ => Err(self.fail(&format!("'{name}' must be 0 or 1"))),
+        }
+    }
+
+    fn query(&self, ep: &mut Endpoint, q: &str, scheme: Scheme) -> Result<()> {
         let mut auth_parts: Vec<String> = Vec::new();
+        let mut sentinel_parts: Vec<String> = Vec::new();
+        let mut seeds: Vec<Addr> = Vec::new();
+        let mut tls_options = false;
+        let mut tls = ep.tls.clone().unwrap_or_else(Tls::new);
+        let mut wait_timeout = None;
         for pair in q.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            // phpredis writes array keys with brackets, browsers and http_build_query
+            // percent-encode them.
+            let k = k
+                .replace("%5B", "[")
+                .replace("%5D", "]")
+                .replace("%5b", "[")
+                .replace("%5d", "]");
             let v = percent_decode(v).map_err(|e| self.fail(e))?;
-            match k {
-                "auth" => ep.password = Some(v).filter(|p| !p.is_empty()),
-                "auth[]" | "auth%5B%5D" => auth_parts.push(v),
-                "user" | "username" => ep.username = Some(v).filter(|u| !u.is_empty()),
+            let path = |v: &str| Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty());
+            match k.as_str() {
+                "auth" => ep.auth.password = Some(v).filter(|p| !p.is_empty()),
+                "auth[]" => auth_parts.push(v),
+                "auth[user]" => ep.auth.username = Some(v).filter(|u| !u.is_empty()),
+                "auth[pass]" => ep.auth.password = Some(v).filter(|p| !p.is_empty()),
+                "user" | "username" => ep.auth.username = Some(v).filter(|u| !u.is_empty()),
                 "database" | "db" => ep.db = self.db_number(&v)?,
                 "timeout" | "connect_timeout" => {
-                    if let Some(t) = self.timeout(k, &v)? {
+                    if let Some(t) = self.timeout(&k, &v)? {
                         ep.timeouts.connect = t;
                     }
                 }
                 "read_timeout" => {
-                    if let Some(t) = self.timeout(k, &v)? {
+                    if let Some(t) = self.timeout(&k, &v)? {
                         ep.timeouts.read = t;
                     }
                 }
@@ -303,23 +649,128 @@ impl Parser<'_> {
                         return Err(self.fail(&format!("'{k}' must be a number")));
                     }
                 }
+                "cafile" | "stream[cafile]" => {
+                    tls_options = true;
+                    tls.cafile = path(&v);
+                }
+                "cert" | "stream[local_cert]" => {
+                    tls_options = true;
+                    tls.cert = path(&v);
+                }
+                "key" | "stream[local_pk]" => {
+                    tls_options = true;
+                    tls.key = path(&v);
+                }
+                "verify_peer" | "stream[verify_peer]" => {
+                    tls_options = true;
+                    tls.verify_peer = self.flag(&k, &v)?;
+                }
+                "verify_peer_name" | "stream[verify_peer_name]" => {
+                    tls_options = true;
+                    tls.verify_peer_name = self.flag(&k, &v)?;
+                }
+                "stream[allow_self_signed]" => {
+                    tls_options = true;
+                    if self.flag(&k, &v)? {
+                        return Err(self.fail(
+                            "stream[allow_self_signed]=1 is not supported: give the server's \
+                             certificate (or its CA) as stream[cafile] (or opt out with \
+                             stream[verify_peer]=0)",
+                        ));
+                    }
+                }
+                "stream[peer_name]" => {
+                    return Err(self.fail(
+                        "stream[peer_name] is not supported: connect by the host name the \
+                         certificate names (or set stream[verify_peer_name]=0)",
+                    ))
+                }
+                "sentinel_auth" => ep.sentinel_auth.password = Some(v).filter(|p| !p.is_empty()),
+                "sentinel_auth[]" => sentinel_parts.push(v),
+                "seed[]" if scheme == Scheme::ClusterSeeds => seeds.push(self.host_port(&v, 6379)?),
+                "failover" if matches!(scheme, Scheme::Cluster | Scheme::ClusterSeeds) => {
+                    // Reading from replicas: redis_lease reads and writes the primaries only.
+                    if !["none", "error", "distribute", "distribute_slaves"].contains(&v.as_str()) {
+                        return Err(self.fail(
+                            "'failover' must be none, error, distribute or distribute_slaves",
+                        ));
+                    }
+                }
+                "wait_replicas" => {
+                    let n = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n <= MAX_WAIT_REPLICAS)
+                        .ok_or_else(|| {
+                            self.fail(&format!("'wait_replicas' must be a number of replicas from 0 to {MAX_WAIT_REPLICAS}"))
+                        })?;
+                    ep.wait = (n > 0).then_some(Wait {
+                        replicas: n,
+                        timeout: None,
+                    });
+                }
+                "wait_timeout" => {
+                    let ms = v
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|ms| (1..=MAX_WAIT_TIMEOUT_MS).contains(ms))
+                        .ok_or_else(|| {
+                            self.fail(&format!("'wait_timeout' must be milliseconds from 1 to {MAX_WAIT_TIMEOUT_MS}"))
+                        })?;
+                    wait_timeout = Some(Duration::from_millis(ms));
+                }
                 _ => {
                     return Err(self.fail(
                         "an unknown query parameter (known: auth, user, database, timeout, \
-                         connect_timeout, read_timeout, prefix, persistent, weight, retry_interval)",
+                         connect_timeout, read_timeout, prefix, cafile, cert, key, verify_peer, \
+                         verify_peer_name, stream[...], sentinel_auth, seed[], wait_replicas, \
+                         wait_timeout, persistent, weight, retry_interval, failover)",
                     ))
                 }
             }
         }
         match auth_parts.len() {
             0 => {}
-            1 => ep.password = Some(auth_parts.remove(0)).filter(|p| !p.is_empty()),
+            1 => ep.auth.password = Some(auth_parts.remove(0)).filter(|p| !p.is_empty()),
             2 => {
                 let pass = auth_parts.remove(1);
-                ep.username = Some(auth_parts.remove(0)).filter(|u| !u.is_empty());
-                ep.password = Some(pass).filter(|p| !p.is_empty());
+                ep.auth.username = Some(auth_parts.remove(0)).filter(|u| !u.is_empty());
+                ep.auth.password = Some(pass).filter(|p| !p.is_empty());
             }
             _ => return Err(self.fail("auth[] takes a user and a password, no more")),
+        }
+        match sentinel_parts.len() {
+            0 => {}
+            1 => {
+                ep.sentinel_auth.password = Some(sentinel_parts.remove(0)).filter(|p| !p.is_empty())
+            }
+            2 => {
+                let pass = sentinel_parts.remove(1);
+                ep.sentinel_auth.username =
+                    Some(sentinel_parts.remove(0)).filter(|u| !u.is_empty());
+                ep.sentinel_auth.password = Some(pass).filter(|p| !p.is_empty());
+            }
+            _ => return Err(self.fail("sentinel_auth[] takes a user and a password, no more")),
+        }
+        if scheme == Scheme::ClusterSeeds {
+            ep.topology = Topology::Cluster { seeds };
+            // phpredis: any stream[...] option turns TLS on for every node.
+            if tls_options {
+                ep.tls = Some(tls);
+            }
+        } else if tls_options {
+            if ep.tls.is_none() {
+                return Err(self.fail(
+                    "TLS options (cafile, cert, key, verify_peer, stream[...]) need a TLS scheme: \
+                     rediss://, tls://, rediss-sentinel:// or rediss-cluster://",
+                ));
+            }
+            ep.tls = Some(tls);
+        }
+        if let Some(w) = &mut ep.wait {
+            w.timeout = wait_timeout;
+        } else if wait_timeout.is_some() {
+            return Err(self.fail("'wait_timeout' needs 'wait_replicas'"));
         }
         Ok(())
     }
@@ -375,26 +826,30 @@ mod tests {
         }
     }
 
+    fn node(host: &str, port: u16) -> Topology {
+        Topology::Node(tcp(host, port))
+    }
+
     #[test]
     fn redis_urls() {
         let e = parse("redis://127.0.0.1").unwrap();
-        assert_eq!(e.addr, tcp("127.0.0.1", 6379));
+        assert_eq!(e.topology, node("127.0.0.1", 6379));
         assert_eq!(
-            (e.db, e.username.clone(), e.password.clone()),
-            (0, None, None)
+            (e.db, e.auth.clone(), e.tls.clone()),
+            (0, Credentials::default(), None)
         );
 
         let e = parse("redis://app:s%40cret@cache.local:6380/3?read_timeout=0.5").unwrap();
-        assert_eq!(e.addr, tcp("cache.local", 6380));
-        assert_eq!(e.username.as_deref(), Some("app"));
-        assert_eq!(e.password.as_deref(), Some("s@cret"));
+        assert_eq!(e.topology, node("cache.local", 6380));
+        assert_eq!(e.auth.username.as_deref(), Some("app"));
+        assert_eq!(e.auth.password.as_deref(), Some("s@cret"));
         assert_eq!(e.db, 3);
         assert_eq!(e.timeouts.read, Duration::from_millis(500));
 
         let e = parse("redis://:pw@[::1]:7000/").unwrap();
-        assert_eq!(e.addr, tcp("::1", 7000));
+        assert_eq!(e.topology, node("::1", 7000));
         assert_eq!(
-            (e.username.clone(), e.password.as_deref()),
+            (e.auth.username.clone(), e.auth.password.as_deref()),
             (None, Some("pw"))
         );
         assert_eq!(e.to_string(), "redis://:***@[::1]:7000/0");
@@ -404,17 +859,24 @@ mod tests {
     fn phpredis_save_paths() {
         let e = parse("tcp://10.0.0.1:6379?auth=secret&database=2&timeout=2.5&prefix=SESS_&persistent=1&weight=1")
             .unwrap();
-        assert_eq!(e.addr, tcp("10.0.0.1", 6379));
-        assert_eq!(e.password.as_deref(), Some("secret"));
+        assert_eq!(e.topology, node("10.0.0.1", 6379));
+        assert_eq!(e.auth.password.as_deref(), Some("secret"));
         assert_eq!(e.db, 2);
         assert_eq!(e.timeouts.connect, Duration::from_millis(2500));
         assert_eq!(e.prefix.as_deref(), Some("SESS_"));
 
-        let e = parse("tcp://h:1?auth[]=alice&auth[]=pw").unwrap();
-        assert_eq!(
-            (e.username.as_deref(), e.password.as_deref()),
-            (Some("alice"), Some("pw"))
-        );
+        for dsn in [
+            "tcp://h:1?auth[]=alice&auth[]=pw",
+            "tcp://h:1?auth%5B%5D=alice&auth%5B%5D=pw",
+            "tcp://h:1?auth[user]=alice&auth[pass]=pw",
+        ] {
+            let e = parse(dsn).unwrap();
+            assert_eq!(
+                (e.auth.username.as_deref(), e.auth.password.as_deref()),
+                (Some("alice"), Some("pw")),
+                "{dsn}"
+            );
+        }
 
         // phpredis's timeout=0 means "forever"; we keep the finite default instead.
         let e = parse("tcp://h:1?timeout=0").unwrap();
@@ -422,23 +884,128 @@ mod tests {
     }
 
     #[test]
+    fn tls_forms() {
+        let e = parse(
+            "rediss://default:pw@cache.example:6380/1?cafile=/etc/ca.pem&cert=/c.pem&key=/k.pem",
+        )
+        .unwrap();
+        assert_eq!(e.topology, node("cache.example", 6380));
+        let tls = e.tls.clone().unwrap();
+        assert_eq!(tls.cafile, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!(tls.cert, Some(PathBuf::from("/c.pem")));
+        assert_eq!(tls.key, Some(PathBuf::from("/k.pem")));
+        assert!(
+            tls.verify_peer && tls.verify_peer_name,
+            "verification is on by default"
+        );
+        assert_eq!(
+            e.to_string(),
+            "rediss://default:***@cache.example:6380/1?cafile=/etc/ca.pem&cert=/c.pem&key=/k.pem"
+        );
+
+        // phpredis's form; ssl:// is tls://.
+        for scheme in ["tls", "ssl"] {
+            let e = parse(&format!(
+                "{scheme}://h:6380?auth[]=u&auth[]=p&stream[cafile]=/ca.pem&stream[local_cert]=/c&stream[local_pk]=/k&stream[verify_peer_name]=0"
+            ))
+            .unwrap();
+            let tls = e.tls.unwrap();
+            assert_eq!(tls.cafile, Some(PathBuf::from("/ca.pem")));
+            assert!(tls.verify_peer && !tls.verify_peer_name);
+            assert_eq!(e.auth.username.as_deref(), Some("u"));
+        }
+        assert!(
+            !parse("rediss://h?verify_peer=0")
+                .unwrap()
+                .tls
+                .unwrap()
+                .verify_peer
+        );
+        assert!(parse("rediss://h").unwrap().tls.is_some());
+    }
+
+    #[test]
+    fn sentinel_forms() {
+        let e = parse("redis-sentinel://app:pw@s1:26379,s2,[::1]:26380/mymaster?database=2&sentinel_auth[]=sen&sentinel_auth[]=spw")
+            .unwrap();
+        assert_eq!(
+            e.topology,
+            Topology::Sentinel {
+                sentinels: vec![tcp("s1", 26379), tcp("s2", 26379), tcp("::1", 26380)],
+                service: "mymaster".into()
+            }
+        );
+        assert_eq!(e.auth.password.as_deref(), Some("pw"));
+        assert_eq!(e.sentinel_auth.username.as_deref(), Some("sen"));
+        assert_eq!(e.sentinel_auth.password.as_deref(), Some("spw"));
+        assert_eq!(e.db, 2);
+        let shown = e.to_string();
+        assert!(!shown.contains("pw") || shown.contains("***"), "{shown}");
+        assert!(!shown.contains("spw"), "{shown}");
+        let e = parse("rediss-sentinel://s1/svc?sentinel_auth=x&cafile=/ca").unwrap();
+        assert!(e.tls.is_some());
+        assert_eq!(e.sentinel_auth.password.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn cluster_forms() {
+        let e = parse("redis-cluster://u:p@n1:7000,n2:7001?timeout=2&read_timeout=2&prefix=S_")
+            .unwrap();
+        assert_eq!(
+            e.topology,
+            Topology::Cluster {
+                seeds: vec![tcp("n1", 7000), tcp("n2", 7001)]
+            }
+        );
+        assert_eq!(e.prefix.as_deref(), Some("S_"));
+        // phpredis's rediscluster save_path: seeds in the query; stream[] turns TLS on.
+        let e = parse("seed[]=n1:7000&seed[]=n2:7001&timeout=2&read_timeout=2&auth=pw&prefix=P_")
+            .unwrap();
+        assert!(matches!(&e.topology, Topology::Cluster { seeds } if seeds.len() == 2));
+        assert_eq!(e.auth.password.as_deref(), Some("pw"));
+        assert!(e.tls.is_none());
+        let e = parse("seed[]=n1:7000&stream[verify_peer]=0&auth[]=u&auth[]=p").unwrap();
+        assert!(!e.tls.unwrap().verify_peer);
+        assert!(parse("rediss-cluster://n1:7000").unwrap().tls.is_some());
+    }
+
+    #[test]
+    fn wait_replicas() {
+        let e = parse("redis://h?wait_replicas=1&wait_timeout=250").unwrap();
+        assert_eq!(
+            e.wait,
+            Some(Wait {
+                replicas: 1,
+                timeout: Some(Duration::from_millis(250))
+            })
+        );
+        assert_eq!(parse("redis://h?wait_replicas=0").unwrap().wait, None);
+    }
+
+    #[test]
     fn unix_sockets() {
         let e = parse("unix:///run/redis/redis.sock?database=1").unwrap();
-        assert_eq!(e.addr, Addr::Unix("/run/redis/redis.sock".into()));
+        assert_eq!(
+            e.topology,
+            Topology::Node(Addr::Unix("/run/redis/redis.sock".into()))
+        );
         assert_eq!(e.db, 1);
         assert_eq!(
-            parse("/tmp/r.sock").unwrap().addr,
-            Addr::Unix("/tmp/r.sock".into())
+            parse("/tmp/r.sock").unwrap().topology,
+            Topology::Node(Addr::Unix("/tmp/r.sock".into()))
         );
     }
 
     #[test]
     fn bare_host_port() {
         assert_eq!(
-            parse("localhost:6390").unwrap().addr,
-            tcp("localhost", 6390)
+            parse("localhost:6390").unwrap().topology,
+            node("localhost", 6390)
         );
-        assert_eq!(parse("localhost").unwrap().addr, tcp("localhost", 6379));
+        assert_eq!(
+            parse("localhost").unwrap().topology,
+            node("localhost", 6379)
+        );
     }
 
     #[test]
@@ -454,7 +1021,6 @@ mod tests {
             "redis://:@h",
             "redis://@h",
             "ftp://x",
-            "rediss://h",
             "unix://relative.sock",
             "redis://h?bogus=1",
             "redis://h?timeout=-1",
@@ -462,10 +1028,34 @@ mod tests {
             "redis://h?read_timeout=inf",
             "redis://h?database=x",
             "tcp://a:1,tcp://b:2",
+            "redis://a:1,b:2",
             "redis://[::1",
             "redis://h%zz",
             "redis://u:p%4@h",
             "redis://h o",
+            // TLS options without TLS, half a client certificate, unsupported phpredis options.
+            "redis://h?cafile=/ca",
+            "tcp://h?stream[verify_peer]=0",
+            "rediss://h?cert=/c",
+            "rediss://h?key=/k",
+            "tls://h?stream[allow_self_signed]=1",
+            "tls://h?stream[peer_name]=x",
+            "rediss://h?verify_peer=maybe",
+            // Sentinel without a service; sentinel_auth elsewhere.
+            "redis-sentinel://s1:26379",
+            "redis-sentinel://s1:26379/",
+            "redis://h?sentinel_auth=x",
+            // Cluster with a database; no seeds.
+            "redis-cluster://n1:7000/2",
+            "redis-cluster://n1:7000?database=1",
+            "seed[]=n1:7000&database=3",
+            "seed[]=",
+            "redis-cluster://n1:7000?seed[]=n2:7001",
+            // WAIT.
+            "redis://h?wait_replicas=-1",
+            "redis://h?wait_replicas=100",
+            "redis://h?wait_replicas=1&wait_timeout=0",
+            "redis://h?wait_timeout=10",
         ] {
             let err = parse(bad).expect_err(bad);
             assert!(matches!(err, Error::InvalidArgument(_)), "{bad}: {err:?}");
@@ -475,9 +1065,11 @@ mod tests {
     #[test]
     fn password_never_in_messages() {
         let e = parse("redis://bob:hunter2@h:1/0").unwrap();
-        assert!(!format!("{e} {e:?}").contains("hunter2"));
+        assert!(!format!("{e} {e:?} {}", e.location()).contains("hunter2"));
         let e = parse("tcp://h:1?auth=hunter2").unwrap();
         assert!(!e.redacted().contains("hunter2"));
+        let e = parse("redis-sentinel://:hunter2@s/m?sentinel_auth=hunter3").unwrap();
+        assert!(!format!("{e} {e:?} {}", e.location()).contains("hunter"));
         let err = parse("redis://bob:hunter2@h:bad").unwrap_err().to_string();
         assert!(!err.contains("hunter2"), "{err}");
         let err = parse("redis://h?auth=hunter2&nope=1")
@@ -490,7 +1082,7 @@ mod tests {
     #[test]
     fn arbitrary_input_never_panics() {
         use rand::{Rng, SeedableRng};
-        let alphabet: Vec<char> = "redis:/unixtcp@[]?&=%:0123456789abcdef.,-_ \u{0}é{}"
+        let alphabet: Vec<char> = "redis:/unixtcpls-entr@[]?&=%:0123456789abcdef.,-_ \u{0}é{}"
             .chars()
             .collect();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);

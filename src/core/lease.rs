@@ -291,47 +291,125 @@ impl Lease {
     }
 
     /// Runs `f` on this process's connection to the endpoint.
+    ///
+    /// A reply that says the command was refused because the node is not (or not
+    /// yet) the writable master (READONLY: a demoted master; LOADING: a restarted
+    /// one) means it did not run: that link is dropped, and `f` runs once more on a
+    /// fresh one, which, with Sentinel, is the master the sentinels name now.
     pub(crate) fn call<T>(
         &self,
-        f: impl FnOnce(&mut Conn) -> redis::RedisResult<T>,
+        f: impl Fn(&mut Conn) -> redis::RedisResult<T>,
     ) -> std::result::Result<T, Failure> {
-        let mut conn = Conn::checkout(&self.endpoint).map_err(Failure::NotSent)?;
-        match f(&mut conn) {
-            Ok(v) => {
-                conn.recycle();
-                Ok(v)
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
-                // A complete error reply: the connection is still in step.
-                conn.recycle();
-                metrics::incr(Counter::ConnectionErrors);
-                Err(Failure::Reply(Error::Reply(format!(
-                    "Redis at {} answered with an error: {}{}",
-                    self.endpoint.addr,
-                    server_error_text(&e),
-                    auth_hint(&e)
-                ))))
-            }
-            Err(e) => {
-                // The reply may still be on its way: this connection is out of step
-                // and is dropped (closed) here, never reused.
-                drop(conn);
-                metrics::incr(Counter::ConnectionErrors);
-                if e.is_timeout() {
-                    pool::note_failure(&self.endpoint);
-                    Err(Failure::TimedOut(connection_error(
-                        &self.endpoint,
-                        "No reply in time from",
-                        &e,
-                    )))
-                } else {
-                    Err(Failure::Broken(connection_error(
-                        &self.endpoint,
-                        "Lost the connection to",
-                        &e,
-                    )))
+        let mut moved = false;
+        loop {
+            let mut conn = Conn::checkout(&self.endpoint).map_err(Failure::NotSent)?;
+            return match f(&mut conn) {
+                Ok(v) => {
+                    conn.recycle();
+                    Ok(v)
                 }
+                Err(e)
+                    if matches!(e.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
+                        && !moved =>
+                {
+                    drop(conn);
+                    moved = true;
+                    metrics::incr(Counter::Retries);
+                    continue;
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+                    // A complete error reply: the connection is still in step.
+                    conn.recycle();
+                    metrics::incr(Counter::ConnectionErrors);
+                    Err(Failure::Reply(Error::Reply(format!(
+                        "Redis at {} answered with an error: {}{}",
+                        self.endpoint.location(),
+                        server_error_text(&e),
+                        auth_hint(&e)
+                    ))))
+                }
+                Err(e) => {
+                    // The reply may still be on its way: this connection is out of step
+                    // and is dropped (closed) here, never reused.
+                    drop(conn);
+                    metrics::incr(Counter::ConnectionErrors);
+                    if e.is_timeout() {
+                        pool::note_failure(&self.endpoint);
+                        Err(Failure::TimedOut(connection_error(
+                            &self.endpoint,
+                            "No reply in time from",
+                            &e,
+                        )))
+                    } else {
+                        Err(Failure::Broken(connection_error(
+                            &self.endpoint,
+                            "Lost the connection to",
+                            &e,
+                        )))
+                    }
+                }
+            };
+        }
+    }
+
+    /// After a write on `c` (`wrote`): when the endpoint asks for it
+    /// (`wait_replicas`), WAIT until that many replicas have it, on the same link
+    /// (WAIT counts its own connection's writes). How many acknowledged; `None`
+    /// when not asked for. An error reply (a master demoted while we waited
+    /// answers -UNBLOCKED) counts as no acknowledgement; a broken link is an error.
+    pub(crate) fn wait_replicas(
+        &self,
+        c: &mut Conn,
+        wrote: bool,
+    ) -> redis::RedisResult<Option<i64>> {
+        let Some(w) = self.endpoint.wait.filter(|_| wrote) else {
+            return Ok(None);
+        };
+        let timeout = w.timeout.unwrap_or(self.endpoint.timeouts.read);
+        c.set_read_timeout(timeout + self.endpoint.timeouts.read)?;
+        let acks = match c.inner.wait(&self.keys.lock, w.replicas, timeout) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => 0,
+            Err(e) => return Err(e),
+        };
+        c.reset_read_timeout()?;
+        Ok(Some(acks))
+    }
+
+    /// With `wait_replicas`: a lease adopted after a lost reply was set by a
+    /// command whose WAIT never ran (perhaps on a master since replaced), so it is
+    /// renewed on this link and waited for.
+    fn replicate_adopted(&self, token: &Token, ttl: Duration) -> Result<()> {
+        if self.endpoint.wait.is_none() {
+            return Ok(());
+        }
+        let acks = self
+            .call(|c| {
+                let n: i64 = scripts::REFRESH
+                    .key(&self.keys.lock)
+                    .arg(token.as_str())
+                    .arg(millis(ttl))
+                    .invoke(&mut c.inner)?;
+                self.wait_replicas(c, n == 1)
+            })
+            .map_err(Failure::into_error)?;
+        self.replicated(acks, "The lock was taken")
+    }
+
+    /// An error when fewer replicas than `wait_replicas` acknowledged `what`.
+    pub(crate) fn replicated(&self, acks: Option<i64>, what: &str) -> Result<()> {
+        match (self.endpoint.wait, acks) {
+            (Some(w), Some(n)) if n < i64::from(w.replicas) => {
+                metrics::incr(Counter::WaitShortfalls);
+                Err(Error::Connection(format!(
+                    "{what} on the master at {}, but only {n} of the {} replicas asked for \
+                     (wait_replicas) acknowledged it within {} ms: a failover now could lose it",
+                    self.endpoint.location(),
+                    w.replicas,
+                    w.timeout.unwrap_or(self.endpoint.timeouts.read).as_millis()
+                )))
             }
+            _ => Ok(()),
         }
     }
 
@@ -380,6 +458,9 @@ impl Lease {
                     match self.resolve(&token, c.ttl()) {
                         Ok(Some(owned)) => {
                             metrics::incr(Counter::UncertainResolved);
+                            if let Err(e) = self.replicate_adopted(&token, c.ttl()) {
+                                return Err(self.give_up(&token, true, c.ttl(), e));
+                            }
                             let since = busy_since.unwrap_or(sent);
                             Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
                         }
@@ -523,7 +604,7 @@ impl Lease {
                 metrics::incr(Counter::ConnectionErrors);
                 Err(Error::Reply(format!(
                     "Redis at {} answered with an error: {e}",
-                    self.endpoint.addr
+                    self.endpoint.location()
                 )))
             }
             // A broken connection only costs a wake-up: the caller tries again at
@@ -588,7 +669,14 @@ impl Lease {
     /// lease found gone before it could have expired is then ours, released.
     /// A release that times out is reported as `Error::Unresolved`.
     pub fn release(&self, hold: &Hold, maybe_done: bool) -> Result<bool> {
-        let run = |c: &mut Conn| self.unlock(c, &hold.token);
+        // A release that a failover loses only delays the next holder (its lease
+        // ends by itself): a WAIT shortfall is counted, not reported.
+        let run = |c: &mut Conn| {
+            let n = self.unlock(c, &hold.token)?;
+            let acks = self.wait_replicas(c, n == 1)?;
+            let _ = self.replicated(acks, "The lock was released");
+            Ok(n)
+        };
         let released = match self.call(run) {
             Ok(n) => n == 1 || (maybe_done && Instant::now() < hold.safe_until()),
             Err(Failure::TimedOut(e)) => return Err(unresolved(&e, hold.token.clone())),
@@ -652,13 +740,17 @@ impl Lease {
     /// Extends `hold` to `ttl` from now. False when it was no longer ours.
     pub fn refresh(&self, hold: &mut Hold, ttl: Duration) -> Result<bool> {
         let sent = Instant::now();
-        let ok = self.call_idempotent(|c| {
-            scripts::REFRESH
+        let (n, acks) = self.call_idempotent(|c| {
+            let n: i64 = scripts::REFRESH
                 .key(&self.keys.lock)
                 .arg(hold.token.as_str())
                 .arg(millis(ttl))
-                .invoke::<i64>(&mut c.inner)
-        })? == 1;
+                .invoke(&mut c.inner)?;
+            let acks = self.wait_replicas(c, n == 1)?;
+            Ok((n, acks))
+        })?;
+        let ok = n == 1;
+        self.replicated(acks, "The lease was extended")?;
         if ok {
             hold.ttl = ttl;
             hold.sent = sent;
@@ -724,7 +816,7 @@ impl Lease {
     pub(crate) fn unexpected(&self, what: &dyn fmt::Display) -> Error {
         Error::Connection(format!(
             "Redis at {} gave an unexpected reply ({what}); is something else using the key?",
-            self.endpoint.addr
+            self.endpoint.location()
         ))
     }
 }
@@ -747,8 +839,8 @@ impl Claim for LockClaim {
         token: &Token,
         will_wait: Duration,
     ) -> std::result::Result<Value, Failure> {
-        lease.call(|c| {
-            scripts::ACQUIRE
+        let (reply, acks) = lease.call(|c| {
+            let reply: Value = scripts::ACQUIRE
                 .key(&lease.keys.lock)
                 .key(&lease.keys.fence)
                 .key(&lease.keys.waiters)
@@ -757,8 +849,18 @@ impl Claim for LockClaim {
                 .arg(token.as_str())
                 .arg(millis(self.ttl))
                 .arg(millis(will_wait))
-                .invoke(&mut c.inner)
-        })
+                .invoke(&mut c.inner)?;
+            // Only a lock this attempt took was written by this link.
+            let took = matches!(&reply, Value::Array(v) if v.first() == Some(&Value::Int(1)));
+            let acks = lease.wait_replicas(c, took)?;
+            Ok((reply, acks))
+        })?;
+        if let Err(e) = lease.replicated(acks, "The lock was taken") {
+            // A lock a failover could grant again is not held: give it back.
+            let _ = lease.release_token(token);
+            return Err(Failure::Reply(e));
+        }
+        Ok(reply)
     }
 
     fn won(&self, lease: &Lease, token: &Token, detail: Value, since: Instant) -> Result<Hold> {

@@ -41,6 +41,8 @@ named!(Counter {
     ConnectionErrors => "connection_errors", "Connections refused, timed out, broken, or error replies.";
     Retries => "retries", "Commands retried on a fresh connection after an uncertain failure.";
     UncertainResolved => "uncertain_resolved", "Uncertain outcomes resolved by asking Redis again.";
+    MasterChanges => "master_changes", "Masters found at a new address through Sentinel (failovers seen by this process).";
+    WaitShortfalls => "wait_shortfalls", "Writes that fewer replicas than wait_replicas acknowledged in time (reported as failed).";
 });
 
 named!(Timing {

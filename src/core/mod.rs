@@ -10,3 +10,4 @@ pub mod pool;
 pub mod request;
 pub mod scripts;
 pub mod session;
+pub mod topology;

@@ -392,8 +392,9 @@ impl SessionStore {
         match &s.mode {
             Mode::Locked(hold) => {
                 let hold = hold.clone();
+                let mut acks = None;
                 let run = |c: &mut Conn| {
-                    scripts::SESSION_SAVE
+                    let n: i64 = scripts::SESSION_SAVE
                         .key(s.data_key())
                         .key(&s.lease.keys.lock)
                         .key(&s.lease.keys.waiters)
@@ -402,18 +403,24 @@ impl SessionStore {
                         .arg(data)
                         .arg(secs)
                         .arg(op)
-                        .invoke::<i64>(&mut c.inner)
+                        .invoke(&mut c.inner)?;
+                    let acks = s.lease.wait_replicas(c, n == 1)?;
+                    Ok((n, acks))
                 };
-                let ok = match s.lease.call(run) {
+                let ok = match s.lease.call(run).map(|(n, a)| {
+                    acks = a;
+                    n
+                }) {
                     Ok(n) => n == 1,
                     Err(Failure::Broken(_)) => {
                         // The script may have run. Run it again: it is owner-checked, so
-                        // it can never apply twice. If it finds the lock gone, our first
-                        // run did it, unless our lease could have ended meanwhile; then
-                        // the data tells (for a write).
+                        // it can never apply twice.
                         metrics::incr(Counter::Retries);
                         let again = match s.lease.call(run) {
-                            Ok(n) => n == 1,
+                            Ok((n, a)) => {
+                                acks = a;
+                                n == 1
+                            }
                             Err(f) => {
                                 s.mode = Mode::Done;
                                 pending::defer(s.lease.clone(), hold.token, hold.ttl);
@@ -421,9 +428,7 @@ impl SessionStore {
                             }
                         };
                         metrics::incr(Counter::UncertainResolved);
-                        again
-                            || Instant::now() < hold.safe_until()
-                            || (op == "write" && self.get(&s.lease)?.as_deref() == Some(data))
+                        again || self.saved_before(s, op, data, secs, &hold, &mut acks)?
                     }
                     Err(Failure::Reply(e)) => {
                         // Redis answered with an error: nothing ran, the lock is still
@@ -442,6 +447,7 @@ impl SessionStore {
                 s.mode = Mode::Done;
                 if ok {
                     metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
+                    s.lease.replicated(acks, "The session was saved")?;
                     Ok(Saved::Yes)
                 } else {
                     metrics::incr(Counter::SessionLost);
@@ -471,6 +477,54 @@ impl SessionStore {
                 "session {} was already saved, destroyed or closed in this request",
                 short_id(&s.id)
             ))),
+        }
+    }
+
+    /// A save ran again after a broken connection and found the lock no longer
+    /// ours: did our first run do it? Not if the connection broke because the
+    /// master changed (a failover): the new master never had our lock, nor our
+    /// write. So the data decides: a write is ours if the master holds exactly our
+    /// data (then, with wait_replicas, it is made to replicate: touched and
+    /// waited for on this link), a destroy if nothing is left; an unlock or a
+    /// touch changed no data, and counts as done while our lease cannot have run
+    /// out (only our own first run could have freed the lock then).
+    fn saved_before(
+        &self,
+        s: &Session,
+        op: &str,
+        data: &[u8],
+        secs: u64,
+        hold: &Hold,
+        acks: &mut Option<i64>,
+    ) -> Result<bool> {
+        match op {
+            "write" => {
+                let key = s.data_key();
+                let confirmed = s.lease.call_idempotent(|c| {
+                    let now: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(&mut c.inner)?;
+                    if now.as_deref() != Some(data) {
+                        return Ok(None);
+                    }
+                    // A write on this link, so that WAIT covers what the master holds.
+                    redis::cmd("EXPIRE")
+                        .arg(key)
+                        .arg(secs)
+                        .query::<i64>(&mut c.inner)?;
+                    s.lease.wait_replicas(c, true).map(Some)
+                })?;
+                Ok(match confirmed {
+                    Some(a) => {
+                        *acks = a;
+                        true
+                    }
+                    None => false,
+                })
+            }
+            // The master's replicas cannot be asked about an absence: with
+            // wait_replicas, an unconfirmed destroy is reported as not done.
+            "destroy" if s.lease.endpoint.wait.is_some() => Ok(false),
+            "destroy" => Ok(self.get(&s.lease)?.is_none()),
+            _ => Ok(Instant::now() < hold.safe_until()),
         }
     }
 
@@ -618,7 +672,7 @@ pub fn short_id(id: &str) -> String {
 fn bad_reply(lease: &Lease, what: &dyn std::fmt::Display) -> Error {
     Error::Connection(format!(
         "Redis at {} gave an unexpected reply to a session command ({what}); is something else using the session's keys?",
-        lease.endpoint.addr
+        lease.endpoint.location()
     ))
 }
 

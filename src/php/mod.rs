@@ -25,6 +25,7 @@ pub fn startup(_ty: i32, module_number: i32) -> i32 {
         }
         // Before php-fpm forks its workers: they all count into one shared set.
         core_metrics::share_with_children();
+        crate::core::topology::init_tls();
         if let Some(problem) = session::check_ini() {
             session::warn(&format!(
                 "{problem}; sessions using redis_lease will fail until it is fixed"

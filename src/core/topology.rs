@@ -1,0 +1,376 @@
+//! Opening a link to Redis wherever the DSN says it is: one node (TCP, TLS or a
+//! unix socket), the master a set of sentinels names, or a Redis Cluster. The
+//! lease and session code never branch on this: they run their commands and
+//! scripts on a `Link`, and a broken link is simply opened again (for Sentinel,
+//! that asks the sentinels again).
+//!
+//! Every step is bounded by the endpoint's timeouts: connecting (TCP and the TLS
+//! handshake) by the connect timeout, every question by the read timeout.
+
+use std::path::Path;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use redis::cluster::{ClusterClientBuilder, ClusterConnection};
+use redis::{
+    ClientTlsConfig, Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, IntoConnectionInfo,
+    RedisConnectionInfo, RedisResult, Role, TlsCertificates, TlsMode, Value,
+};
+
+use crate::core::dsn::{Addr, Credentials, Endpoint, Tls, Topology};
+use crate::core::error::{Error, Result};
+use crate::core::metrics::{self, Counter};
+
+/// A connection to Redis: to one node, or to a whole Cluster (redis-rs routes
+/// each command to the node that serves its key).
+pub(crate) enum Link {
+    Node(redis::Connection),
+    Cluster(Box<ClusterConnection>),
+}
+
+impl Link {
+    pub(crate) fn set_read_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
+        match self {
+            Link::Node(c) => c.set_read_timeout(Some(timeout)),
+            Link::Cluster(c) => c.set_read_timeout(Some(timeout)),
+        }
+    }
+
+    /// WAIT for `replicas` replicas to acknowledge this link's writes, at most
+    /// `timeout`: how many did. On a Cluster, only the master serving `key` is
+    /// asked (redis-rs would ask every master otherwise).
+    pub(crate) fn wait(
+        &mut self,
+        key: &[u8],
+        replicas: u32,
+        timeout: Duration,
+    ) -> RedisResult<i64> {
+        let mut cmd = redis::cmd("WAIT");
+        cmd.arg(replicas).arg(timeout.as_millis().max(1) as u64);
+        match self {
+            Link::Node(c) => cmd.query(c),
+            Link::Cluster(c) => {
+                use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+                let route = Route::with_key(key, SlotAddr::Master);
+                let v = c.route_command(
+                    &cmd,
+                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                )?;
+                redis::FromRedisValue::from_redis_value(v).map_err(Into::into)
+            }
+        }
+    }
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        match self {
+            Link::Node(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        match self {
+            Link::Node(c) => c.req_packed_commands(cmd, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Link::Node(c) => c.req_command(cmd),
+            Link::Cluster(c) => c.req_command(cmd),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Node(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
+        }
+    }
+
+    fn check_connection(&mut self) -> bool {
+        match self {
+            Link::Node(c) => c.check_connection(),
+            Link::Cluster(c) => c.check_connection(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        match self {
+            Link::Node(c) => c.is_open(),
+            Link::Cluster(c) => c.is_open(),
+        }
+    }
+}
+
+/// Installs rustls's crypto provider (ring) for the process, once. Called at
+/// startup and before any TLS connection (for the core's own tests).
+pub fn init_tls() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Err: another part of the process installed one first; it serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Opens a link to `ep`: connected, authenticated and, for TLS, with its
+/// handshake done.
+pub(crate) fn open(ep: &Endpoint) -> Result<Link> {
+    match &ep.topology {
+        Topology::Node(addr) => node(ep, addr, &ep.auth, ep.db).map(Link::Node),
+        Topology::Sentinel { sentinels, service } => master(ep, sentinels, service).map(Link::Node),
+        Topology::Cluster { seeds } => cluster(ep, seeds).map(|c| Link::Cluster(Box::new(c))),
+    }
+}
+
+/// Connects to one node, with `auth` and `db`.
+fn node(ep: &Endpoint, addr: &Addr, auth: &Credentials, db: i64) -> Result<redis::Connection> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        Error::Connection(format!("{what} Redis at {addr}{}: {e}", tls_label(ep)))
+    };
+    let info = connection_info(ep, addr, auth, db).map_err(|e| fail("Cannot use", &e))?;
+    let client = client(info, ep.tls.as_ref())?;
+    let started = Instant::now();
+    let mut conn = client
+        .get_connection_with_timeout(ep.timeouts.connect)
+        .map_err(|e| fail("Cannot connect to", &describe(&e, ep)))?;
+    if ep.tls.is_some() {
+        // The handshake happens on the first command: do it now, within what is
+        // left of the connect timeout, so that a certificate problem shows as
+        // such, at connect time.
+        let left = ep
+            .timeouts
+            .connect
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(1));
+        conn.set_read_timeout(Some(left))
+            .and_then(|_| conn.set_write_timeout(Some(left)))
+            .and_then(|_| redis::cmd("PING").query::<String>(&mut conn))
+            .map_err(|e| fail("Cannot connect (TLS) to", &describe(&e, ep)))?;
+    }
+    conn.set_read_timeout(Some(ep.timeouts.read))
+        .and_then(|_| conn.set_write_timeout(Some(ep.timeouts.read)))
+        .map_err(|e| fail("Cannot configure the connection to", &e))?;
+    metrics::incr(Counter::Connects);
+    Ok(conn)
+}
+
+fn tls_label(ep: &Endpoint) -> &'static str {
+    if ep.tls.is_some() {
+        " (TLS)"
+    } else {
+        ""
+    }
+}
+
+fn connection_info(
+    ep: &Endpoint,
+    addr: &Addr,
+    auth: &Credentials,
+    db: i64,
+) -> RedisResult<ConnectionInfo> {
+    let addr = match (addr, &ep.tls) {
+        (Addr::Tcp { host, port }, None) => ConnectionAddr::Tcp(host.clone(), *port),
+        (Addr::Tcp { host, port }, Some(tls)) => ConnectionAddr::TcpTls {
+            host: host.clone(),
+            port: *port,
+            insecure: !tls.verify_peer,
+            tls_params: None,
+        },
+        (Addr::Unix(path), _) => ConnectionAddr::Unix(path.clone()),
+    };
+    // No CLIENT SETINFO: two more replies to wait for on every connect.
+    let mut redis = RedisConnectionInfo::default()
+        .set_db(db)
+        .set_skip_set_lib_name();
+    if let Some(u) = &auth.username {
+        redis = redis.set_username(u);
+    }
+    if let Some(p) = &auth.password {
+        redis = redis.set_password(p);
+    }
+    Ok(addr.into_connection_info()?.set_redis_settings(redis))
+}
+
+/// A client for `info`, with the DSN's CA and client certificate when it names
+/// them (read now: once per connection, i.e. once per worker).
+fn client(info: ConnectionInfo, tls: Option<&Tls>) -> Result<redis::Client> {
+    init_tls();
+    let bad =
+        |e: &dyn std::fmt::Display| Error::Connection(format!("Cannot use the TLS settings: {e}"));
+    let Some(tls) = tls else {
+        return redis::Client::open(info).map_err(|e| bad(&e));
+    };
+    let client = match certificates(tls)? {
+        Some(certs) => redis::Client::build_with_tls(info, certs).map_err(|e| bad(&e))?,
+        None => redis::Client::open(info).map_err(|e| bad(&e))?,
+    };
+    if tls.verify_peer && !tls.verify_peer_name {
+        let info = client.get_connection_info().clone();
+        let mut addr = info.addr().clone();
+        addr.set_danger_accept_invalid_hostnames(true);
+        return redis::Client::open(info.set_addr(addr)).map_err(|e| bad(&e));
+    }
+    Ok(client)
+}
+
+/// The PEM files a TLS setting names, read. Messages name the files (paths are
+/// configuration, not secrets), never their contents.
+fn certificates(tls: &Tls) -> Result<Option<TlsCertificates>> {
+    if tls.cafile.is_none() && tls.cert.is_none() {
+        return Ok(None);
+    }
+    let read = |path: &Path, what: &str| {
+        std::fs::read(path).map_err(|e| {
+            Error::Connection(format!(
+                "Cannot read the TLS {what} {}: {e}",
+                path.display()
+            ))
+        })
+    };
+    let root_cert = match &tls.cafile {
+        Some(p) => Some(read(p, "CA file (cafile)")?),
+        None => None,
+    };
+    let client_tls = match (&tls.cert, &tls.key) {
+        (Some(cert), Some(key)) => Some(ClientTlsConfig {
+            client_cert: read(cert, "client certificate (cert)")?,
+            client_key: read(key, "client key (key)")?,
+        }),
+        _ => None,
+    };
+    Ok(Some(TlsCertificates {
+        client_tls,
+        root_cert,
+    }))
+}
+
+/// A redis-rs error as a message: what went wrong, with the timeouts when it was
+/// a timeout. redis-rs's messages never contain the password.
+pub(crate) fn describe(e: &redis::RedisError, ep: &Endpoint) -> String {
+    if e.is_timeout() {
+        format!(
+            "timed out (connect_timeout {:.3}s, read_timeout {:.3}s)",
+            ep.timeouts.connect.as_secs_f64(),
+            ep.timeouts.read.as_secs_f64()
+        )
+    } else {
+        e.to_string()
+    }
+}
+
+/// The master of `service`, per the first sentinel that names one that then says
+/// it is a master (ROLE). redis-rs's own sync Sentinel client is not used here: it
+/// connects and queries without any timeout, so one stopped sentinel would hang
+/// the worker for good. The steps are those of the Sentinel client spec.
+fn master(ep: &Endpoint, sentinels: &[Addr], service: &str) -> Result<redis::Connection> {
+    let mut why: Vec<String> = Vec::new();
+    for sentinel in sentinels {
+        let asked = node(ep, sentinel, &ep.sentinel_auth, 0).and_then(|mut conn| {
+            redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(service)
+                .query::<Option<(String, u16)>>(&mut conn)
+                .map_err(|e| Error::Connection(describe(&e, ep)))
+        });
+        let (host, port) = match asked {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                why.push(format!("{sentinel}: does not know '{service}'"));
+                continue;
+            }
+            Err(e) => {
+                why.push(format!("{sentinel}: {e}"));
+                continue;
+            }
+        };
+        let addr = Addr::Tcp { host, port };
+        let confirmed = node(ep, &addr, &ep.auth, ep.db).and_then(|mut conn| {
+            match redis::cmd("ROLE").query::<Role>(&mut conn) {
+                Ok(Role::Primary { .. }) => Ok(conn),
+                Ok(_) => Err(Error::Connection(format!("{addr} is not a master (yet)"))),
+                Err(e) => Err(Error::Connection(format!("{addr}: {}", describe(&e, ep)))),
+            }
+        });
+        match confirmed {
+            Ok(conn) => {
+                note_master(ep, &addr);
+                return Ok(conn);
+            }
+            Err(e) => why.push(format!("{sentinel} named {e}")),
+        }
+    }
+    Err(Error::Connection(format!(
+        "Cannot find the master of '{service}' through its sentinels ({})",
+        why.join("; ")
+    )))
+}
+
+/// Counts a master found at a new address (a failover, seen by this process).
+fn note_master(ep: &Endpoint, addr: &Addr) {
+    use parking_lot::Mutex;
+    static LAST: Mutex<Vec<(crate::core::dsn::Identity, Addr)>> = Mutex::new(Vec::new());
+    let id = ep.identity();
+    let mut last = LAST.lock();
+    match last.iter_mut().find(|(i, _)| *i == id) {
+        Some((_, known)) if known == addr => {}
+        Some((_, known)) => {
+            *known = addr.clone();
+            metrics::incr(Counter::MasterChanges);
+        }
+        None => last.push((id, addr.clone())),
+    }
+}
+
+/// A Cluster connection (redis-rs's sync cluster client: it learns the slots from
+/// the seeds, routes each command by its first key, and follows MOVED and ASK).
+fn cluster(ep: &Endpoint, seeds: &[Addr]) -> Result<ClusterConnection> {
+    init_tls();
+    let fail = |e: &dyn std::fmt::Display| {
+        Error::Connection(format!("Cannot connect to {}: {e}", ep.location()))
+    };
+    let infos: Vec<ConnectionInfo> = seeds
+        .iter()
+        .map(|s| connection_info(ep, s, &ep.auth, 0))
+        .collect::<RedisResult<_>>()
+        .map_err(|e| fail(&e))?;
+    let mut builder = ClusterClientBuilder::new(infos)
+        .connection_timeout(ep.timeouts.connect)
+        .response_timeout(ep.timeouts.read);
+    if let Some(u) = &ep.auth.username {
+        builder = builder.username(u);
+    }
+    if let Some(p) = &ep.auth.password {
+        builder = builder.password(p);
+    }
+    if let Some(tls) = &ep.tls {
+        builder = builder.tls(if tls.verify_peer {
+            TlsMode::Secure
+        } else {
+            TlsMode::Insecure
+        });
+        if tls.verify_peer && !tls.verify_peer_name {
+            builder = builder.danger_accept_invalid_hostnames(true);
+        }
+        if let Some(certs) = certificates(tls)? {
+            builder = builder.certs(certs);
+        }
+    }
+    let conn = builder
+        .build()
+        .and_then(|client| client.get_connection())
+        .map_err(|e| fail(&describe(&e, ep)))?;
+    conn.set_read_timeout(Some(ep.timeouts.read))
+        .and_then(|_| conn.set_write_timeout(Some(ep.timeouts.read)))
+        .map_err(|e| fail(&e))?;
+    metrics::incr(Counter::Connects);
+    Ok(conn)
+}
