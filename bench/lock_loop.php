@@ -1,18 +1,45 @@
 <?php
-// Scenario 4: acquire + release in a loop in one process. argv: lib, port, n.
-[$_, $lib, $port, $n] = $argv;
+// Scenario 4: acquire + release in a loop in one process.
+// argv: lib (lease|phpredis|symfony), where (tcp|tls|cluster), n. The endpoints
+// come from the environment: BENCH_REDIS (host:port), BENCH_TLS (host:port) with
+// BENCH_CA (the CA file), BENCH_SEEDS (host:port,host:port,... of a cluster).
+[$_, $lib, $where, $n] = $argv;
 $n = (int) $n;
-$key = "bench:loop:$lib";
+$key = "bench:loop:$lib:$where";
+$ca = getenv('BENCH_CA') ?: '';
+[$host, $port] = explode(':', getenv($where === 'tls' ? 'BENCH_TLS' : 'BENCH_REDIS'));
+$seeds = explode(',', getenv('BENCH_SEEDS') ?: '');
+$unlock = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
+
+/** phpredis connected to the node (tcp), over TLS, or to the cluster. */
+function phpredis(string $where, string $host, string $port, string $ca, array $seeds): Redis|RedisCluster
+{
+    if ($where === 'cluster') {
+        return new RedisCluster(null, $seeds, 1.0, 1.0);
+    }
+    $r = new Redis();
+    if ($where === 'tls') {
+        $r->connect("tls://$host", (int) $port, 1.0, null, 0, 1.0, ['stream' => ['cafile' => $ca]]);
+    } else {
+        $r->connect($host, (int) $port);
+    }
+    return $r;
+}
+
 switch ($lib) {
     case 'lease':
-        $lock = new DistributedLock($key, 30.0, "redis://127.0.0.1:$port");
+        $dsn = match ($where) {
+            'tcp' => "redis://$host:$port",
+            'tls' => "rediss://$host:$port?cafile=" . rawurlencode($ca),
+            'cluster' => 'redis-cluster://' . implode(',', $seeds),
+        };
+        $lock = new DistributedLock($key, 30.0, $dsn);
         $op = function () use ($lock) { $lock->acquire(); $lock->release(); };
         break;
     case 'phpredis':
         // The userland floor: SET NX PX, then a compare-and-delete script by its SHA.
-        $r = new Redis();
-        $r->connect('127.0.0.1', (int) $port);
-        $sha = $r->script('load', 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end');
+        $r = phpredis($where, $host, $port, $ca, $seeds);
+        $sha = $where === 'cluster' ? $r->script($key, 'load', $unlock) : $r->script('load', $unlock);
         $op = function () use ($r, $key, $sha) {
             $token = bin2hex(random_bytes(16));
             $r->set($key, $token, ['nx', 'px' => 30000]);
@@ -21,8 +48,7 @@ switch ($lib) {
         break;
     case 'symfony':
         require '/usr/share/php/Symfony/Component/Lock/autoload.php';
-        $r = new Redis();
-        $r->connect('127.0.0.1', (int) $port);
+        $r = phpredis($where, $host, $port, $ca, $seeds);
         $factory = new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\RedisStore($r));
         $lock = $factory->createLock($key, 30.0);
         $op = function () use ($lock) { $lock->acquire(); $lock->release(); };

@@ -5,6 +5,7 @@
 // and ratios compare figures of the same run. Prints a table; writes JSON to
 // bench/results/.
 require __DIR__ . '/../testing/fpm_pool.php';
+require __DIR__ . '/../testing/fault_helpers.php';
 
 $reps = (int) (getenv('BENCH_REPS') ?: 5);
 $so = FpmPool::extensionPath(getenv('REDIS_LEASE_SO') ?: null);
@@ -12,6 +13,15 @@ $php = [PHP_BINARY, '-n', '-d', 'extension=igbinary', '-d', 'extension=redis', '
 $redis = rl_start_redis();
 $port = $redis['port'];
 $raw = new RlRaw($port);
+// The same Redis behind TLS (a throwaway CA), and a cluster of three masters.
+$tlsRedis = rl_start_redis_tls();
+$ca = rl_pki() . '/ca.pem';
+$cluster = fault_start_cluster(3, 0);
+$endpoints = ['BENCH_REDIS' => "127.0.0.1:$port", 'BENCH_TLS' => "127.0.0.1:{$tlsRedis['tls_port']}",
+    'BENCH_CA' => $ca, 'BENCH_SEEDS' => implode(',', fault_cluster_seeds($cluster))];
+foreach ($endpoints as $k => $v) {
+    putenv("$k=$v");
+}
 $files = sys_get_temp_dir() . '/redis_lease_bench_' . getmypid();
 @mkdir($files);
 register_shutdown_function(fn () => exec('rm -rf ' . escapeshellarg($files)));
@@ -44,22 +54,25 @@ $results['redis'] = $m[1] ?? '?';
 $pool = FpmPool::start([
     'max_children' => 16,
     'extensions' => ['igbinary', 'redis'],
-    'ini' => ['session.gc_probability' => '0', 'max_execution_time' => '30'],
+    // phpredis 5.3.7 ignores stream[cafile] in a session save_path (redis_lease reads it): PHP's
+    // default CA file is how phpredis's sessions trust the test CA.
+    'ini' => ['session.gc_probability' => '0', 'max_execution_time' => '30', 'openssl.cafile' => $ca],
 ]);
 $client = $pool->client();
-$extra = ['BENCH_REDIS' => "127.0.0.1:$port", 'BENCH_FILES' => $files];
+$extra = $endpoints + ['BENCH_FILES' => $files];
 $app = __DIR__ . '/app/session.php';
-$sessionReq = fn (string $h, string $sid, $key, float $work = 0) =>
-    ['params' => FcgiClient::params($app, ['h' => $h, 'sid' => $sid, 'key' => $key, 'work_ms' => $work], $extra)];
+// Session ids may not hold '_' (the handlers' names do).
+$sessionReq = fn (string $h, string $sid, $key, float $work = 0) => ['params' => FcgiClient::params($app,
+    ['h' => $h, 'sid' => str_replace('_', '-', $sid), 'key' => $key, 'work_ms' => $work], $extra)];
 
 // Warm every worker: connections and script caches.
-foreach (['lease', 'phpredis', 'phpredis_lock', 'files'] as $h) {
+foreach (['lease', 'lease_norenew', 'phpredis', 'phpredis_lock', 'files', 'lease_tls', 'phpredis_lock_tls', 'lease_cluster'] as $h) {
     $client->multi(array_map(fn ($i) => $sessionReq($h, "warm$h$i", 0), range(0, 63)), 30);
 }
 
 // ---- 1. Contended session: 100 concurrent requests, one session, 1 ms of work each.
 say("1. contended session (100 concurrent requests on one session, 1 ms work, 16 workers)\n");
-$handlers = ['lease', 'files', 'phpredis_lock', 'phpredis'];
+$handlers = ['lease', 'files', 'phpredis_lock', 'phpredis', 'lease_tls', 'phpredis_lock_tls', 'lease_cluster'];
 $s1 = [];
 for ($r = 0; $r < $reps; $r++) {
     foreach ($handlers as $h) {
@@ -77,13 +90,14 @@ for ($r = 0; $r < $reps; $r++) {
 foreach ($handlers as $h) {
     $s1[$h] = ['wall_ms' => median($s1[$h]['wall']) * 1000, 'kept_min' => min($s1[$h]['kept']),
         'kept_max' => max($s1[$h]['kept']), 'failed' => array_sum($s1[$h]['failed'])];
-    say("   %-14s %8.1f ms  kept %d-%d of 100\n", $h, $s1[$h]['wall_ms'], $s1[$h]['kept_min'], $s1[$h]['kept_max']);
+    say("   %-18s %8.1f ms  kept %d-%d of 100\n", $h, $s1[$h]['wall_ms'], $s1[$h]['kept_min'], $s1[$h]['kept_max']);
 }
 $results['scenarios']['contended_session'] = $s1;
 
 // ---- 2. Uncontended sessions at full load: 16 requests in flight, each on its own session.
 say("2. uncontended sessions (16 in flight, a session each, 1600 requests)\n");
 $s2 = [];
+$handlers = ['lease', 'files', 'phpredis_lock', 'phpredis', 'lease_norenew'];
 for ($r = 0; $r < $reps; $r++) {
     foreach ($handlers as $h) {
         $t = hrtime(true);
@@ -132,14 +146,16 @@ $run = function (array $cmd): array {
     $out = shell_exec(implode(' ', array_map('escapeshellarg', $cmd)));
     return json_decode((string) $out, true) ?? throw new RuntimeException("failed: " . implode(' ', $cmd) . "\n$out");
 };
+$loops = ['lease tcp', 'phpredis tcp', 'symfony tcp', 'lease tls', 'phpredis tls', 'lease cluster', 'phpredis cluster'];
 for ($r = 0; $r < $reps; $r++) {
-    foreach (['lease', 'phpredis', 'symfony'] as $lib) {
-        $s4[$lib][] = $run([...$php, __DIR__ . '/lock_loop.php', $lib, (string) $port, $lib === 'symfony' ? '5000' : '20000'])['ops_per_s'];
+    foreach ($loops as $loop) {
+        [$lib, $where] = explode(' ', $loop);
+        $s4[$loop][] = $run([...$php, __DIR__ . '/lock_loop.php', $lib, $where, $lib === 'symfony' ? '5000' : '20000'])['ops_per_s'];
     }
 }
-foreach (['lease', 'phpredis', 'symfony'] as $lib) {
-    $s4[$lib] = ['ops_per_s' => median($s4[$lib])];
-    say("   %-14s %8.0f ops/s\n", $lib, $s4[$lib]['ops_per_s']);
+foreach ($loops as $loop) {
+    $s4[$loop] = ['ops_per_s' => median($s4[$loop])];
+    say("   %-18s %8.0f ops/s\n", $loop, $s4[$loop]['ops_per_s']);
 }
 $results['scenarios']['lock_loop'] = $s4;
 
@@ -225,16 +241,25 @@ $rows = [
     ['1. contended session: wall vs phpredis+locking', $r1 / $s1['phpredis_lock']['wall_ms'], '<= 0.75x'],
     ['1. contended session: keys kept (worst round)', $s1['lease']['kept_min'], '100 of 100'],
     ['2. uncontended sessions: req/s vs phpredis (no locking)', $s2['lease']['req_per_s'] / $s2['phpredis']['req_per_s'], '>= 1.0x'],
+    ['2. uncontended sessions: req/s, renewed (default) vs not', $s2['lease']['req_per_s'] / $s2['lease_norenew']['req_per_s'], '>= 0.97x'],
     ['3. round trips per locked request', $s3['lease']['round_trips_per_request'], '<= 2 (phpredis: ' . $s3['phpredis_lock']['round_trips_per_request'] . ')'],
-    ['4. lock loop: ops/s vs raw phpredis', $s4['lease']['ops_per_s'] / $s4['phpredis']['ops_per_s'], '>= 0.95x'],
-    ['4. lock loop: ops/s vs Symfony Lock', $s4['lease']['ops_per_s'] / $s4['symfony']['ops_per_s'], '>= 3x'],
+    ['4. lock loop: ops/s vs raw phpredis', $s4['lease tcp']['ops_per_s'] / $s4['phpredis tcp']['ops_per_s'], '>= 0.95x'],
+    ['4. lock loop: ops/s vs Symfony Lock', $s4['lease tcp']['ops_per_s'] / $s4['symfony tcp']['ops_per_s'], '>= 3x'],
+    ['TLS 1. contended session: wall vs phpredis+locking over TLS', $s1['lease_tls']['wall_ms'] / $s1['phpredis_lock_tls']['wall_ms'], '<= 0.75x'],
+    ['TLS 1. contended session: keys kept (worst round)', $s1['lease_tls']['kept_min'], '100 of 100'],
+    ['TLS 4. lock loop: ops/s vs raw phpredis over TLS', $s4['lease tls']['ops_per_s'] / $s4['phpredis tls']['ops_per_s'], '>= 0.95x'],
+    ['TLS 4. lock loop: ops/s, TLS vs plain TCP', $s4['lease tls']['ops_per_s'] / $s4['lease tcp']['ops_per_s'], ''],
+    ['Cluster 1. contended session: wall vs single node', $s1['lease_cluster']['wall_ms'] / $r1, '<= 1.10x'],
+    ['Cluster 1. contended session: keys kept (worst round)', $s1['lease_cluster']['kept_min'], '100 of 100'],
+    ['Cluster 4. lock loop: ops/s vs single node', $s4['lease cluster']['ops_per_s'] / $s4['lease tcp']['ops_per_s'], '>= 0.90x'],
+    ['Cluster 4. lock loop: ops/s vs raw phpredis RedisCluster', $s4['lease cluster']['ops_per_s'] / $s4['phpredis cluster']['ops_per_s'], '>= 0.95x'],
     ['5. contended lock: handoff gap median (ms)', $s5['lease']['gap_median_ms'], '< 0.5 (Symfony: ' . round($s5['symfony']['gap_median_ms'], 1) . ')'],
     ['5. contended lock: holds/s vs Symfony', $s5['lease']['holds_per_s'] / $s5['symfony']['holds_per_s'], ''],
     ['6. extra RSS per worker (KiB)', $s6['extra_kib'], '< 2048'],
 ];
-say("\n%-58s %10s   %s\n", 'measure', 'result', 'target');
+say("\n%-62s %10s   %s\n", 'measure', 'result', 'target');
 foreach ($rows as [$what, $value, $target]) {
-    say("%-58s %10s   %s\n", $what, is_float($value) ? sprintf('%.2f', $value) : $value, $target);
+    say("%-62s %10s   %s\n", $what, is_float($value) ? sprintf('%.2f', $value) : $value, $target);
 }
 $results['summary'] = array_map(fn ($r) => ['measure' => $r[0], 'result' => $r[1], 'target' => $r[2]], $rows);
 $json = json_encode($results, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES);

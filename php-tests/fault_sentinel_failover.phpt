@@ -38,6 +38,17 @@ function master_port(array $sentinels): ?int
     }
 }
 
+/** Whether every sentinel names $port as the master. */
+function all_name(array $sentinels, int $port): bool
+{
+    foreach ($sentinels as $s) {
+        if (master_port([$s]) !== $port) {
+            return false;
+        }
+    }
+    return true;
+}
+
 function in_sync(int $master): bool
 {
     try {
@@ -196,11 +207,12 @@ rl_kill_pid($b['pid'], 'KILL');
 $hold = rl_wait_until(fn() => ($GLOBALS['placeholder'] = @stream_socket_server("tcp://127.0.0.1:{$b['port']}")) !== false, 5.0, 0.005);
 // Until a replica is in sync again, wait_replicas=1 writes fail (counted, reported).
 // The killed node is restarted (empty: no persistence) only once the sentinels
-// have promoted A: restarted earlier, the sentinels could take the empty node
-// for the master that never left, and A would copy its emptiness (the failure
-// mode Redis's docs warn of for masters without persistence).
+// have promoted A, all of them: restarted earlier, a sentinel could take the empty
+// node for the master that never left and make A its replica, and A would copy
+// its emptiness (the failure mode Redis's docs warn of for masters without
+// persistence).
 $deadline = microtime(true) + RECOVERY_BOUND;
-while (master_port($sentinels) !== $a['port'] && microtime(true) < $deadline) {
+while (!all_name($sentinels, $a['port']) && microtime(true) < $deadline) {
     $load->runFor(0.2);
 }
 fclose($GLOBALS['placeholder']);

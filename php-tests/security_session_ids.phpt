@@ -66,7 +66,7 @@ foreach (ST_FORMS as $form) {
 
     // --- a lease that ran out: the late write is refused ---
     $sid = st_sid();
-    $late = subject($form, $dsn, ['lock_ttl' => 0.5], $sid, '$_SESSION["late"] = 1; session_write_close();');
+    $late = subject($form, $dsn, ['lock_ttl' => 0.5, 'lock_renew' => false], $sid, '$_SESSION["late"] = 1; session_write_close();');
     $a = st_child_json($late) ?? [];
     // Await the lease's end (Redis expires the lock key), then another request takes the session.
     rl_ok("$form: the short lease ran out", rl_wait_until(static fn() => $raw->cmd('EXISTS', st_lock_key($sid)) === 0, 5.0));

@@ -232,20 +232,22 @@ app_reply($s);
     $j = st_child_json($w1) ?? [];
     rl_same("$form, max_waiters: first waiter gets the session after the release", true, $j['started'] ?? null);
 
-    // --- lock_ttl 0 (the default): max_execution_time, or 30 s when that is 0 ---
-    foreach (['0' => 30000, '7' => 7000] as $met => $want) {
+    // --- lock_ttl 0 (the default): 10 s when renewed (lock_renew, the default), else
+    // max_execution_time, or 30 s when that is 0 ---
+    foreach ([['0', '1', 10000], ['7', '1', 10000], ['0', '0', 30000], ['7', '0', 7000]] as [$met, $renew, $want]) {
         $sid = seeded($raw);
-        $c = st_child($form, $dsn, ['lock_ttl' => 0], '
+        $opts = ['lock_ttl' => 0] + ($renew === '0' ? ['lock_renew' => false] : []);
+        $c = st_child($form, $dsn, $opts, '
 $s = app_session_start($mode, ' . var_export($sid, true) . ');
 echo json_encode($s), "\n";
 fgets(STDIN);
 ', ['max_execution_time' => (string) $met]);
-        rl_same("$form, lock_ttl auto, max_execution_time=$met: started", true, (st_child_json($c) ?? [])['started'] ?? null);
+        rl_same("$form, lock_ttl auto, lock_renew=$renew, max_execution_time=$met: started", true, (st_child_json($c) ?? [])['started'] ?? null);
         $pttl = $raw->cmd('PTTL', st_lock_key($sid));
-        rl_ok("$form, lock_ttl auto, max_execution_time=$met: lock lease is " . ($want / 1000) . ' s',
+        rl_ok("$form, lock_ttl auto, lock_renew=$renew, max_execution_time=$met: lock lease is " . ($want / 1000) . ' s',
             $pttl > $want - 1000 && $pttl <= $want, rl_fmt($pttl));
         $c->send('bye');
-        rl_same("$form, lock_ttl auto, max_execution_time=$met: unlocked at exit", 0, $c->wait(5.0) + $raw->cmd('EXISTS', st_lock_key($sid)));
+        rl_same("$form, lock_ttl auto, lock_renew=$renew, max_execution_time=$met: unlocked at exit", 0, $c->wait(5.0) + $raw->cmd('EXISTS', st_lock_key($sid)));
     }
 
     // --- session_gc() and a session id made by the handler ---
@@ -366,12 +368,18 @@ ok: class, max_waiters: ... with a warning naming max_waiters
 ok: class, max_waiters: ... whose warnings do not show the session id
 ok: class, max_waiters: still one waiter
 ok: class, max_waiters: first waiter gets the session after the release
-ok: class, lock_ttl auto, max_execution_time=0: started
-ok: class, lock_ttl auto, max_execution_time=0: lock lease is 30 s
-ok: class, lock_ttl auto, max_execution_time=0: unlocked at exit
-ok: class, lock_ttl auto, max_execution_time=7: started
-ok: class, lock_ttl auto, max_execution_time=7: lock lease is 7 s
-ok: class, lock_ttl auto, max_execution_time=7: unlocked at exit
+ok: class, lock_ttl auto, lock_renew=1, max_execution_time=0: started
+ok: class, lock_ttl auto, lock_renew=1, max_execution_time=0: lock lease is 10 s
+ok: class, lock_ttl auto, lock_renew=1, max_execution_time=0: unlocked at exit
+ok: class, lock_ttl auto, lock_renew=1, max_execution_time=7: started
+ok: class, lock_ttl auto, lock_renew=1, max_execution_time=7: lock lease is 10 s
+ok: class, lock_ttl auto, lock_renew=1, max_execution_time=7: unlocked at exit
+ok: class, lock_ttl auto, lock_renew=0, max_execution_time=0: started
+ok: class, lock_ttl auto, lock_renew=0, max_execution_time=0: lock lease is 30 s
+ok: class, lock_ttl auto, lock_renew=0, max_execution_time=0: unlocked at exit
+ok: class, lock_ttl auto, lock_renew=0, max_execution_time=7: started
+ok: class, lock_ttl auto, lock_renew=0, max_execution_time=7: lock lease is 7 s
+ok: class, lock_ttl auto, lock_renew=0, max_execution_time=7: unlocked at exit
 ok: class: session_gc() returns 0
 ok: class: new session id follows sid_length=48, sid_bits_per_character=6
 ok: class: ... and its data is stored
@@ -421,12 +429,18 @@ ok: native, max_waiters: ... with a warning naming max_waiters
 ok: native, max_waiters: ... whose warnings do not show the session id
 ok: native, max_waiters: still one waiter
 ok: native, max_waiters: first waiter gets the session after the release
-ok: native, lock_ttl auto, max_execution_time=0: started
-ok: native, lock_ttl auto, max_execution_time=0: lock lease is 30 s
-ok: native, lock_ttl auto, max_execution_time=0: unlocked at exit
-ok: native, lock_ttl auto, max_execution_time=7: started
-ok: native, lock_ttl auto, max_execution_time=7: lock lease is 7 s
-ok: native, lock_ttl auto, max_execution_time=7: unlocked at exit
+ok: native, lock_ttl auto, lock_renew=1, max_execution_time=0: started
+ok: native, lock_ttl auto, lock_renew=1, max_execution_time=0: lock lease is 10 s
+ok: native, lock_ttl auto, lock_renew=1, max_execution_time=0: unlocked at exit
+ok: native, lock_ttl auto, lock_renew=1, max_execution_time=7: started
+ok: native, lock_ttl auto, lock_renew=1, max_execution_time=7: lock lease is 10 s
+ok: native, lock_ttl auto, lock_renew=1, max_execution_time=7: unlocked at exit
+ok: native, lock_ttl auto, lock_renew=0, max_execution_time=0: started
+ok: native, lock_ttl auto, lock_renew=0, max_execution_time=0: lock lease is 30 s
+ok: native, lock_ttl auto, lock_renew=0, max_execution_time=0: unlocked at exit
+ok: native, lock_ttl auto, lock_renew=0, max_execution_time=7: started
+ok: native, lock_ttl auto, lock_renew=0, max_execution_time=7: lock lease is 7 s
+ok: native, lock_ttl auto, lock_renew=0, max_execution_time=7: unlocked at exit
 ok: native: session_gc() returns 0
 ok: native: new session id follows sid_length=48, sid_bits_per_character=6
 ok: native: ... and its data is stored

@@ -1,5 +1,5 @@
 --TEST--
-Session lease expiry under php-fpm (class and native forms): a request that outlives its lock cannot write, renew or unlock over the next holder
+Session lease expiry under php-fpm (class and native forms): a request that outlives its lock (lock_renew off) cannot write, renew or unlock over the next holder
 --CONFLICTS--
 all
 --FILE--
@@ -17,7 +17,7 @@ function begin_hold(FpmPool $pool, string $form, string $dsn, int $port, string 
 {
     global $raw;
     $ctl = rl_key("ctl-$key");
-    $req = st_req($form, $dsn, ['lock_ttl' => TTL], $port, 'hold.php',
+    $req = st_req($form, $dsn, ['lock_ttl' => TTL, 'lock_renew' => false], $port, 'hold.php',
         ['sid' => $sid, 'key' => $key, 'value' => $value, 'ctl' => $ctl, 'go_timeout' => 10]);
     $call = $pool->client()->begin($req['params']);
     $ok = st_wait(static fn() => $raw->cmd('EXISTS', "$ctl:started") === 1, 5.0, [$call]);
@@ -41,7 +41,7 @@ function finish_hold(FcgiCall $call, string $ctl): array
 
 foreach (ST_FORMS as $form) {
     // Native options through php_admin_value[] this time (the race test uses php.ini).
-    $pool = st_pool($form, $dsn, ['lock_ttl' => TTL], 'admin');
+    $pool = st_pool($form, $dsn, ['lock_ttl' => TTL, 'lock_renew' => false], 'admin');
     $port = $srv['port'];
 
     // --- 1. A outlives its lease, B takes the lock; A's save must not touch B's session ---

@@ -2,7 +2,7 @@
 # Installs what building and testing redis_lease needs on Debian 12, when missing.
 set -euo pipefail
 
-packages=(php8.2-dev php8.2-cli php8.2-fpm php-pear redis-server libclang-dev clang)
+packages=(php8.2-dev php8.2-cli php8.2-fpm php-pear redis-server libclang-dev clang php8.2-redis)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

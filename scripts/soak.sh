@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Soak test: 100,000 requests through a php-fpm pool of 8 workers, each doing a
-# native redis_lease session (read, increment, write) and a DistributedLock
-# acquire/release (bench/app/soak.php). Measures every worker's RSS (VmRSS in
+# native redis_lease session (read, increment, write) and an auto-renewed
+# DistributedLock acquire/release (bench/app/soak.php). Also checks that each
+# worker's thread count stays flat (the renewal threads). Measures every worker's RSS (VmRSS in
 # /proc/<pid>/status) after a warm-up and at the end, with the pool idle both
 # times, and prints both and the growth per worker.
 #
@@ -103,6 +104,17 @@ function rss(array $pids): array
     return $out;
 }
 
+/** Threads of each worker pid (the PHP thread, plus a lease renewal thread per Redis endpoint in use). */
+function threads(array $pids): array
+{
+    $out = [];
+    foreach ($pids as $pid) {
+        $status = (string) @file_get_contents("/proc/$pid/status");
+        $out[$pid] = preg_match('/^Threads:\s+(\d+)/m', $status, $m) ? (int) $m[1] : -1;
+    }
+    return $out;
+}
+
 $next = 0;          // next request number to send
 $done = 0;          // requests finished
 $failures = [];     // first failures, for the report
@@ -146,6 +158,7 @@ while ($done < $total) {
     }
     if ($pauseForWarmup && $calls === []) {
         $rssWarm = rss($pidsAtStart);
+        $threadsWarm = threads($pidsAtStart);
         $tWarm = microtime(true);
         $doneAtWarm = $done;
         printf("soak: warm-up done: %d requests in %.1f s; RSS read with the pool idle\n", $done, $tWarm - $t0);
@@ -157,6 +170,7 @@ while ($done < $total) {
 }
 $tEnd = microtime(true);
 $rssEnd = rss($pidsAtStart);
+$threadsEnd = threads($pidsAtStart);
 $pidsAtEnd = $pool->workerPids();
 printf("soak: %d requests in %.1f s (%.0f req/s after warm-up)\n", $done, $tEnd - $t0,
     ($done - $doneAtWarm) / max(0.001, $tEnd - $tWarm));
@@ -206,6 +220,10 @@ if (in_array(-1, $rssEnd, true)) {
 }
 if ($leftLocks > 0) {
     $problems[] = "$leftLocks lock key(s) still held at the end";
+}
+printf("threads per worker after warm-up: %s; at the end: %s\n", implode(' ', $threadsWarm), implode(' ', $threadsEnd));
+if ($threadsEnd !== $threadsWarm) {
+    $problems[] = 'worker thread counts changed: ' . json_encode($threadsWarm) . ' -> ' . json_encode($threadsEnd);
 }
 if ($maxSeen > $maxGrowth) {
     $problems[] = "a worker grew by $maxSeen KiB after warm-up (limit $maxGrowth KiB)";

@@ -241,3 +241,146 @@ final class FaultSessionChild
         return $this->child->wait(5.0);
     }
 }
+
+/**
+ * A Redis Cluster of $masters masters with $replicas replicas each, made with
+ * `redis-cli --cluster create`: the nodes (fault_start_redis() arrays, in the
+ * order given to redis-cli: masters first) once every node says cluster_state:ok.
+ * Bus ports are chosen freely (a node's default, its port + 10000, may be out of
+ * range).
+ */
+function fault_start_cluster(int $masters, int $replicas): array
+{
+    $nodes = [];
+    for ($i = 0; $i < $masters * (1 + $replicas); $i++) {
+        $nodes[] = fault_start_cluster_node(fault_tempdir('node'));
+    }
+    $cmd = 'redis-cli --cluster create ' . implode(' ', array_map(fn($n) => "127.0.0.1:{$n['port']}", $nodes))
+        . " --cluster-replicas $replicas --cluster-yes 2>&1";
+    exec($cmd, $out, $status);
+    if ($status !== 0) {
+        throw new RuntimeException("redis-cli --cluster create failed:\n" . implode("\n", $out));
+    }
+    if (!fault_cluster_await_ok($nodes, 30.0)) {
+        throw new RuntimeException('the cluster did not become ok');
+    }
+    // Every master's replicas acknowledging writes (what WAIT counts): a replica
+    // reported online may not acknowledge yet for a moment after its first sync.
+    if ($replicas > 0 && !fault_cluster_await_acks($nodes, $replicas, 30.0)) {
+        throw new RuntimeException('the replicas did not acknowledge writes');
+    }
+    return $nodes;
+}
+
+/**
+ * A cluster node keeping its state (nodes.conf) in $dir, on $port (0: a free one):
+ * started again with the same $dir and port, a node rejoins its cluster. Its
+ * array has 'dir' too.
+ */
+function fault_start_cluster_node(string $dir, int $port = 0): array
+{
+    return fault_start_redis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+        '--cluster-node-timeout', '2000', '--cluster-port', (string) rl_free_port(),
+        '--repl-diskless-sync-delay', '0', '--dir', $dir], $port) + ['dir' => $dir];
+}
+
+/** Whether each master's $replicas replicas acknowledge a write on it (bounded wait). */
+function fault_cluster_await_acks(array $nodes, int $replicas, float $timeout): bool
+{
+    $slots = (new RlRaw($nodes[0]['port']))->cmd('CLUSTER', 'SLOTS');
+    foreach ($slots as $range) {
+        // A key of this master's: its slot in the range.
+        $raw = new RlRaw((int) $range[2][1]);
+        for ($i = 0; ; $i++) {
+            $slot = $raw->cmd('CLUSTER', 'KEYSLOT', "probe$i");
+            if ($range[0] <= $slot && $slot <= $range[1]) {
+                break;
+            }
+        }
+        $ok = rl_wait_until(static function () use ($raw, $i, $replicas): bool {
+            $raw->cmd('SET', "probe$i", '1', 'PX', '10000');
+            return $raw->cmd('WAIT', $replicas, 200) >= $replicas;
+        }, $timeout, 0.01);
+        if (!$ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/** Whether every node of $nodes that still runs says cluster_state:ok (bounded wait). */
+function fault_cluster_await_ok(array $nodes, float $timeout): bool
+{
+    return rl_wait_until(static function () use ($nodes): bool {
+        foreach ($nodes as $n) {
+            if (!proc_get_status($n['proc'])['running']) {
+                continue;
+            }
+            try {
+                if (!str_contains((string) (new RlRaw($n['port'], 1.0))->cmd('CLUSTER', 'INFO'), 'cluster_state:ok')) {
+                    return false;
+                }
+            } catch (Throwable) {
+                return false;
+            }
+        }
+        return true;
+    }, $timeout, 0.05);
+}
+
+/** A cluster DSN over the first three nodes. */
+function fault_cluster_seeds(array $nodes): array
+{
+    return array_map(fn($n) => "127.0.0.1:{$n['port']}", array_slice($nodes, 0, 3));
+}
+
+/** The slot of $key, and the port of the master serving it, per the node on $port. */
+function fault_cluster_owner(int $port, string $key): array
+{
+    $raw = new RlRaw($port);
+    $slot = $raw->cmd('CLUSTER', 'KEYSLOT', $key);
+    foreach ($raw->cmd('CLUSTER', 'SLOTS') as $range) {
+        if ($range[0] <= $slot && $slot <= $range[1]) {
+            return [$slot, (int) $range[2][1]];
+        }
+    }
+    throw new RuntimeException("no master serves slot $slot");
+}
+
+/**
+ * Move $slot, with its keys, to the master on $toPort, the way redis-cli
+ * --cluster reshard does (IMPORTING, MIGRATING, MIGRATE key by key, NODE).
+ * $between(): called after each batch of keys (keeps a load going).
+ */
+function fault_cluster_move_slot(array $nodes, int $slot, int $toPort, ?callable $between = null): void
+{
+    $live = array_values(array_filter($nodes, fn($n) => proc_get_status($n['proc'])['running']));
+    $fromPort = null;
+    foreach ((new RlRaw($live[0]['port']))->cmd('CLUSTER', 'SLOTS') as $range) {
+        if ($range[0] <= $slot && $slot <= $range[1]) {
+            $fromPort = (int) $range[2][1];
+        }
+    }
+    if ($fromPort === null || $fromPort === $toPort) {
+        throw new RuntimeException("slot $slot is not served by another master than $toPort");
+    }
+    $from = new RlRaw($fromPort);
+    $to = new RlRaw($toPort);
+    $fromId = $from->cmd('CLUSTER', 'MYID');
+    $toId = $to->cmd('CLUSTER', 'MYID');
+    $to->cmd('CLUSTER', 'SETSLOT', $slot, 'IMPORTING', $fromId);
+    $from->cmd('CLUSTER', 'SETSLOT', $slot, 'MIGRATING', $toId);
+    while (($keys = $from->cmd('CLUSTER', 'GETKEYSINSLOT', $slot, 10)) !== []) {
+        $from->cmd('MIGRATE', '127.0.0.1', $toPort, '', 0, 5000, 'REPLACE', 'KEYS', ...$keys);
+        if ($between !== null) {
+            $between();
+        }
+    }
+    foreach ($live as $n) {
+        try {
+            (new RlRaw($n['port']))->cmd('CLUSTER', 'SETSLOT', $slot, 'NODE', $toId);
+        } catch (Throwable) {
+            // A replica answers that it is not a master: it learns from its master.
+        }
+    }
+}

@@ -12,19 +12,7 @@ use redis_lease::core::error::Error;
 use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
 use redis_lease::core::request;
-use support::{await_until, exists, RedisServer};
-
-fn lease(server: &RedisServer, query: &str, name: &str) -> Lease {
-    let ep = Endpoint::parse(&format!("{}{query}", server.dsn()), Timeouts::default()).unwrap();
-    Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()))
-}
-
-fn pttl(server: &RedisServer, key: &str) -> i64 {
-    redis::cmd("PTTL")
-        .arg(key)
-        .query(&mut server.conn())
-        .unwrap()
-}
+use support::{await_until, exists, lock_lease as lease, pttl, RedisServer};
 
 /// An acquire that Redis did not answer in time, whose script then ran: Redis
 /// holds the lock for a token only the lock object knows. Returns the object and

@@ -151,3 +151,39 @@ fn unreachable_sentinels_fail_within_the_timeouts() {
         .unwrap()
         .expect("back");
 }
+
+#[test]
+fn a_renewed_lock_is_renewed_on_the_new_master_after_a_failover() {
+    let set = SentinelSet::start("renew");
+    let dsn = set.dsn("renew", "?timeout=0.5&read_timeout=1");
+    // Longer than a planned failover takes (writes are paused meanwhile).
+    let ttl = Duration::from_secs(6);
+    let mut holder =
+        redis_lease::core::lock::Lock::new(lease(&dsn, "renewed"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    await_until(SEC * 5, "the replica to have the lock", || {
+        exists(&mut set.replica.conn(), "lock:{renewed}")
+    });
+    let _: String = set.sentinels[0].ask(&["failover", "renew"]).unwrap();
+    await_until(SEC * 20, "the replica to be promoted", || {
+        set.master_port("renew") == Some(set.replica.port) && role(set.master.port) == "slave"
+    });
+    // The watchdog's link to the old master is refused (READONLY); it asks the
+    // sentinels again and goes on renewing on the new master.
+    assert!(holder.hold().is_some(), "not lost during the failover");
+    let pttl = || -> i64 {
+        redis::cmd("PTTL")
+            .arg("lock:{renewed}")
+            .query(&mut set.replica.conn())
+            .unwrap()
+    };
+    let before = pttl();
+    await_until(ttl, "a renewal on the new master", || pttl() > before);
+    assert!(holder.hold().is_some(), "never lost");
+    let other = lease(&dsn, "renewed");
+    assert!(
+        other.acquire(ttl, Duration::ZERO).unwrap().is_none(),
+        "still held"
+    );
+    assert!(holder.release().unwrap());
+}

@@ -1,7 +1,8 @@
 <?php
 /*
  * One request of scripts/soak.sh: a native redis_lease session (its counter
- * goes up by one) and a DistributedLock acquire/release. The pool's php.ini
+ * goes up by one; renewed, the default) and an auto-renewed DistributedLock
+ * acquire/release. The pool's php.ini
  * sets session.save_handler = redis_lease and the DSNs.
  *
  *   soak.php?sid=ID&key=NAME
@@ -28,9 +29,14 @@ if (!session_write_close()) {
 }
 
 // The ini DSN (redis_lease.dsn); a short wait: other requests use the same keys.
-$lock = new DistributedLock($key, 10.0);
+// A short renewed lease; one request in 500 holds it for longer than its ttl, so
+// that the workers' renewal threads work throughout the run.
+$lock = new DistributedLock($key, 0.3, null, autoRenew: true);
 if (!$lock->acquire(5.0)) {
     $fail('lock busy after 5 s');
+}
+if (random_int(1, 500) === 1) {
+    usleep(400000);
 }
 if (!is_int($lock->getFencingToken())) {
     $fail('no fencing token');

@@ -31,6 +31,10 @@ use crate::core::error::{Error, Result};
 /// Redis hang every php-fpm worker, so there is none.
 pub const MAX_TIMEOUT_SECS: f64 = 3600.0;
 
+/// The session key prefix of phpredis's `rediscluster` save handler, the default
+/// of a save_path in its `seed[]=` form.
+pub const PHPREDIS_CLUSTER_PREFIX: &str = "PHPREDIS_CLUSTER_SESSION:";
+
 /// Most replicas a `wait_replicas` may ask for, and the longest `wait_timeout` (ms).
 const MAX_WAIT_REPLICAS: u32 = 64;
 const MAX_WAIT_TIMEOUT_MS: u64 = 60_000;
@@ -754,6 +758,10 @@ impl Parser<'_> {
         }
         if scheme == Scheme::ClusterSeeds {
             ep.topology = Topology::Cluster { seeds };
+            // phpredis's rediscluster handler keeps sessions under its own prefix:
+            // the same save_path must find them.
+            ep.prefix
+                .get_or_insert_with(|| PHPREDIS_CLUSTER_PREFIX.to_string());
             // phpredis: any stream[...] option turns TLS on for every node.
             if tls_options {
                 ep.tls = Some(tls);
@@ -963,7 +971,12 @@ mod tests {
             .unwrap();
         assert!(matches!(&e.topology, Topology::Cluster { seeds } if seeds.len() == 2));
         assert_eq!(e.auth.password.as_deref(), Some("pw"));
+        assert_eq!(e.prefix.as_deref(), Some("P_"));
         assert!(e.tls.is_none());
+        // Without a prefix, phpredis's rediscluster handler's, so its sessions carry over.
+        let e = parse("seed[]=n1:7000").unwrap();
+        assert_eq!(e.prefix.as_deref(), Some(PHPREDIS_CLUSTER_PREFIX));
+        assert_eq!(parse("redis-cluster://n1:7000").unwrap().prefix, None);
         let e = parse("seed[]=n1:7000&stream[verify_peer]=0&auth[]=u&auth[]=p").unwrap();
         assert!(!e.tls.unwrap().verify_peer);
         assert!(parse("rediss-cluster://n1:7000").unwrap().tls.is_some());

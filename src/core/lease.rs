@@ -22,12 +22,13 @@ use std::time::{Duration, Instant};
 use rand::TryRngCore;
 use redis::{ErrorKind, FromRedisValue, Value};
 
-use crate::core::dsn::Endpoint;
+use crate::core::dsn::{Endpoint, Topology};
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pending;
 use crate::core::pool::{self, connection_error, Conn};
 use crate::core::scripts;
+use crate::core::watchdog::Renewal;
 
 /// Longest lease or wait we accept: 30 days. Longer values are almost surely a
 /// unit mistake (milliseconds given as seconds), and would overflow Redis's PX.
@@ -49,7 +50,7 @@ const BLPOP_TICK: Duration = Duration::from_millis(150);
 
 /// How much earlier than the lease we assume it may end, to cover the clock
 /// difference between this host and Redis (Redlock's drift allowance).
-fn drift(ttl: Duration) -> Duration {
+pub(crate) fn drift(ttl: Duration) -> Duration {
     ttl / 100 + Duration::from_millis(2)
 }
 
@@ -128,6 +129,11 @@ impl LeaseKeys {
     pub fn wake(&self, token: &Token) -> Vec<u8> {
         [self.lock.as_slice(), b":wake:", token.as_str().as_bytes()].concat()
     }
+
+    /// Marks an unlock by `token` as done, on a Cluster (see lib.lua's `mark_done`).
+    pub fn done(&self, token: &Token) -> Vec<u8> {
+        [self.lock.as_slice(), b":done:", token.as_str().as_bytes()].concat()
+    }
 }
 
 /// Checks a lock key prefix: braces would give the lock keys a hash tag of the
@@ -172,6 +178,8 @@ pub struct Hold {
     pub sent: Instant,
     /// When we started to want the lease, for the wait-time metric.
     pub acquired_at: Instant,
+    /// Set when the watchdog renews this lease (see `watchdog::renew`).
+    pub renewal: Option<Arc<Renewal>>,
 }
 
 impl Hold {
@@ -183,12 +191,31 @@ impl Hold {
             ttl,
             sent,
             acquired_at: sent,
+            renewal: None,
         }
     }
 
     /// Until when, by our clock, nobody else can have this lease.
     pub fn safe_until(&self) -> Instant {
-        self.sent + self.ttl.saturating_sub(drift(self.ttl))
+        let own = self.sent + self.ttl.saturating_sub(drift(self.ttl));
+        match &self.renewal {
+            Some(r) if r.ended() => own.min(r.safe_until()).min(Instant::now()),
+            Some(r) => own.max(r.safe_until()),
+            None => own,
+        }
+    }
+
+    /// The watchdog found the lease taken or gone, or could not renew it before
+    /// it would end: it is not ours (any more than it is anybody's).
+    pub fn lost(&self) -> bool {
+        self.renewal.as_ref().is_some_and(|r| r.ended())
+    }
+
+    /// Ends the watchdog's renewals of this lease, if any: the holder let go.
+    pub fn stop_renewal(&self) {
+        if let Some(r) = &self.renewal {
+            r.stop();
+        }
     }
 }
 
@@ -584,7 +611,15 @@ impl Lease {
         let mut conn = Conn::checkout(&self.endpoint)?;
         // BLPOP's timeout 0 means forever: never send it.
         let secs = format!("{:.3}", nap.as_secs_f64().max(0.001));
-        let listen = nap + if last { BLPOP_SLACK } else { BLPOP_TICK };
+        // On a Cluster, the client resends a command whose reply it stopped waiting
+        // for: there, Redis's own timeout always ends the nap (up to a tick late).
+        let cluster = matches!(self.endpoint.topology, Topology::Cluster { .. });
+        let listen = nap
+            + if last && !cluster {
+                BLPOP_SLACK
+            } else {
+                BLPOP_TICK
+            };
         let res = conn.set_read_timeout(listen).and_then(|_| {
             redis::cmd("BLPOP")
                 .arg(self.keys.wake(token))
@@ -640,25 +675,55 @@ impl Lease {
 
     /// Runs the unlock of `token` for this kind of lease: release.lua for a lock,
     /// session_save.lua's 'unlock' for a session (whose next waiter gets the data).
+    /// 1: unlocked now; 2: by this token's earlier run (on a Cluster); 0: not ours.
     fn unlock(&self, c: &mut Conn, token: &Token) -> redis::RedisResult<i64> {
         match &self.keys.data {
-            None => scripts::RELEASE
-                .key(&self.keys.lock)
-                .key(&self.keys.fence)
-                .key(&self.keys.waiters)
-                .key(&self.keys.terms)
-                .arg(token.as_str())
+            None => {
+                let mut inv = scripts::RELEASE.key(&self.keys.lock);
+                inv.key(&self.keys.fence)
+                    .key(&self.keys.waiters)
+                    .key(&self.keys.terms)
+                    .arg(token.as_str());
+                self.done_marker(&mut inv, token);
+                inv.invoke(&mut c.inner)
+            }
+            Some(data) => self
+                .save_script(data, token, b"", 0, "unlock")
                 .invoke(&mut c.inner),
-            Some(data) => scripts::SESSION_SAVE
-                .key(data)
-                .key(&self.keys.lock)
-                .key(&self.keys.waiters)
-                .key(&self.keys.terms)
-                .arg(token.as_str())
-                .arg("")
-                .arg(0)
-                .arg("unlock")
-                .invoke(&mut c.inner),
+        }
+    }
+
+    /// session_save.lua's invocation for `op`.
+    pub(crate) fn save_script<'a>(
+        &'a self,
+        data_key: &'a [u8],
+        token: &'a Token,
+        data: &'a [u8],
+        secs: u64,
+        op: &'a str,
+    ) -> redis::ScriptInvocation<'a> {
+        let mut inv = scripts::SESSION_SAVE.key(data_key);
+        inv.key(&self.keys.lock)
+            .key(&self.keys.waiters)
+            .key(&self.keys.terms)
+            .arg(token.as_str())
+            .arg(data)
+            .arg(secs)
+            .arg(op);
+        self.done_marker(&mut inv, token);
+        inv
+    }
+
+    /// On a Cluster, whose client resends a command after a broken or timed-out
+    /// connection, an unlock leaves a marker its own second run recognizes: the
+    /// marker's key (last of KEYS) and lifetime (last of ARGV), long enough for
+    /// the client's retries and the redirects `ClusterLink` follows after them.
+    fn done_marker(&self, inv: &mut redis::ScriptInvocation<'_>, token: &Token) {
+        if let Topology::Cluster { .. } = self.endpoint.topology {
+            let t = &self.endpoint.timeouts;
+            let tries = crate::core::topology::CLUSTER_RETRIES + 2;
+            let keep = (t.connect + t.read) * tries + Duration::from_secs(1);
+            inv.key(self.keys.done(token)).arg(millis(keep));
         }
     }
 
@@ -669,10 +734,11 @@ impl Lease {
     /// lease found gone before it could have expired is then ours, released.
     /// A release that times out is reported as `Error::Unresolved`.
     pub fn release(&self, hold: &Hold, maybe_done: bool) -> Result<bool> {
+        hold.stop_renewal();
         // A release that a failover loses only delays the next holder (its lease
         // ends by itself): a WAIT shortfall is counted, not reported.
         let run = |c: &mut Conn| {
-            let n = self.unlock(c, &hold.token)?;
+            let n = self.unlock(c, &hold.token)?.min(1);
             let acks = self.wait_replicas(c, n == 1)?;
             let _ = self.replicated(acks, "The lock was released");
             Ok(n)
@@ -706,7 +772,7 @@ impl Lease {
     /// Releases whatever lease `token` holds. True when it held one.
     pub fn release_token(&self, token: &Token) -> Result<bool> {
         self.call_idempotent(|c| self.unlock(c, token))
-            .map(|n| n == 1)
+            .map(|n| n >= 1)
     }
 
     /// Gives up on `token`, whose state is unknown: frees the lease if it holds it,
@@ -723,6 +789,7 @@ impl Lease {
     /// end of a request, which may have many leases to free) it does not even try
     /// an endpoint that failed a moment ago, so K leftovers cost one timeout, not K.
     pub fn release_or_defer(&self, hold: &Hold, maybe_done: bool, teardown: bool) {
+        hold.stop_renewal();
         let skip = teardown && pool::recently_failed(&self.endpoint);
         if skip || self.release(hold, maybe_done).is_err() {
             pending::defer(self.clone(), hold.token.clone(), hold.ttl);
@@ -754,6 +821,9 @@ impl Lease {
         if ok {
             hold.ttl = ttl;
             hold.sent = sent;
+            if let Some(r) = &hold.renewal {
+                r.extended(sent, ttl);
+            }
             metrics::incr(Counter::LockRenewals);
         } else {
             metrics::incr(Counter::LockLost);

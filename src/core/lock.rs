@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::core::error::{Error, Result};
 use crate::core::lease::{Hold, Lease, Owned, Token};
 use crate::core::request;
+use crate::core::watchdog::{self, Kind};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -28,6 +29,8 @@ pub struct Lock {
     unresolved: Option<Token>,
     /// A release of `hold` timed out: it may have run, or may still run.
     release_sent: bool,
+    /// Every hold is renewed by the watchdog until it ends.
+    auto_renew: bool,
 }
 
 impl Lock {
@@ -40,7 +43,14 @@ impl Lock {
             hold: None,
             unresolved: None,
             release_sent: false,
+            auto_renew: false,
         }
+    }
+
+    /// Has the watchdog renew every hold of this lock (every ttl/3, until it ends).
+    pub fn with_auto_renew(mut self, on: bool) -> Lock {
+        self.auto_renew = on;
+        self
     }
 
     pub fn id(&self) -> u64 {
@@ -51,16 +61,27 @@ impl Lock {
         &self.lease
     }
 
-    /// The hold we believe we have (Redis may have let it expire since).
+    /// The hold we believe we have (Redis may have let it expire since); not one
+    /// the watchdog found lost.
     pub fn hold(&self) -> Option<&Hold> {
-        self.hold.as_ref()
+        self.hold.as_ref().filter(|h| !h.lost())
     }
 
     pub fn token(&self) -> Option<&Token> {
         self.hold.as_ref().map(|h| &h.token)
     }
 
-    fn set_hold(&mut self, hold: Option<Hold>) {
+    fn set_hold(&mut self, mut hold: Option<Hold>) {
+        if let Some(old) = &self.hold {
+            if hold.as_ref().is_none_or(|h| h.token != old.token) {
+                old.stop_renewal();
+            }
+        }
+        if let Some(h) = &mut hold {
+            if self.auto_renew {
+                watchdog::renew(&self.lease, h, Kind::Lock);
+            }
+        }
         match &hold {
             Some(h) => request::track(self.id, &self.lease, h),
             None => {
@@ -75,6 +96,10 @@ impl Lock {
     /// token is never used again (the late release could otherwise delete the
     /// lease we believe we hold).
     fn settle(&mut self, release: bool) -> Result<()> {
+        // The watchdog found the lease gone: there is nothing to release or extend.
+        if self.hold.as_ref().is_some_and(Hold::lost) && !self.release_sent {
+            self.set_hold(None);
+        }
         if let Some(token) = self.unresolved.clone() {
             // The lease, if ours, was set before we asked: it ends no earlier than
             // `asked` plus what Redis says is left.

@@ -30,6 +30,9 @@ named!(Counter {
     LockReleased => "lock_released", "Locks released by their holder.";
     LockLost => "lock_lost", "Releases or renewals rejected because the lease had expired or was taken.";
     LockRenewals => "lock_renewals", "Successful lease renewals (refresh).";
+    AutoRenewals => "auto_renewals", "Leases (locks and sessions) extended by the watchdog thread.";
+    RenewalRoundTrips => "renewal_round_trips", "Round trips of the watchdog (each renews every lease due on one endpoint).";
+    RenewalErrors => "renewal_errors", "Watchdog renewals that got no answer or an error (tried again until the lease would end).";
     SessionLocked => "session_locked", "Sessions opened with their lock.";
     SessionContended => "session_contended", "Session opens that found the lock held at least once.";
     SessionLockTimeouts => "session_lock_timeouts", "Session opens whose lock wait ran out (failed acquisitions).";

@@ -11,3 +11,4 @@ pub mod request;
 pub mod scripts;
 pub mod session;
 pub mod topology;
+pub mod watchdog;

@@ -23,6 +23,12 @@ macro_rules! script {
 script!(ACQUIRE, "acquire.lua");
 script!(RELEASE, "release.lua");
 script!(REFRESH, "refresh.lua");
+
+/// refresh.lua with its helpers, for the watchdog's pipelined EVALSHA/EVAL.
+pub const REFRESH_SOURCE: &str = concat!(
+    include_str!("scripts/lib.lua"),
+    include_str!("scripts/refresh.lua")
+);
 script!(INSPECT, "inspect.lua");
 script!(RESOLVE, "resolve.lua");
 script!(SESSION_OPEN, "session_open.lua");

@@ -21,6 +21,7 @@ use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pending;
 use crate::core::pool::Conn;
 use crate::core::scripts;
+use crate::core::watchdog::{self, Kind};
 
 /// phpredis's default key prefix, so sessions survive a switch from it.
 pub const DEFAULT_PREFIX: &str = "PHPREDIS_SESSION:";
@@ -47,7 +48,16 @@ pub struct SessionConfig {
     pub on_lock_timeout: OnLockTimeout,
     /// Most requests that may wait for one session at once; 0: no cap.
     pub max_waiters: u32,
+    /// The watchdog renews the lock while the request runs (see `watchdog`).
+    pub lock_renew: bool,
+    /// `lock_ttl` was not given (or given as 0): `finish()` derives it.
+    pub lock_ttl_auto: bool,
 }
+
+/// The lock ttl of a renewed session when none is configured: short, so that a
+/// killed worker frees its user's session within seconds, and long enough that
+/// most requests end before the first renewal (at a third of it).
+pub const RENEWED_LOCK_TTL: Duration = Duration::from_secs(10);
 
 impl Default for SessionConfig {
     fn default() -> Self {
@@ -58,14 +68,17 @@ impl Default for SessionConfig {
             lock_wait: Duration::from_secs(10),
             on_lock_timeout: OnLockTimeout::Fail,
             max_waiters: 0,
+            lock_renew: false,
+            lock_ttl_auto: false,
         }
     }
 }
 
 /// Option names, for `SessionConfig::set` and the `redis_lease.session.*` ini settings.
-pub const OPTION_NAMES: [&str; 6] = [
+pub const OPTION_NAMES: [&str; 7] = [
     "locking",
     "lock_ttl",
+    "lock_renew",
     "lock_wait",
     "on_lock_timeout",
     "max_waiters",
@@ -97,16 +110,17 @@ impl SessionConfig {
                 })),
             }
         };
+        let flag = || match v.to_ascii_lowercase().as_str() {
+            "1" | "on" | "true" | "yes" => Ok(true),
+            "0" | "off" | "false" | "no" | "" => Ok(false),
+            _ => Err(bad("on or off")),
+        };
         match name {
-            "locking" => {
-                self.locking = match v.to_ascii_lowercase().as_str() {
-                    "1" | "on" | "true" | "yes" => true,
-                    "0" | "off" | "false" | "no" | "" => false,
-                    _ => return Err(bad("on or off")),
-                }
-            }
+            "locking" => self.locking = flag()?,
+            "lock_renew" => self.lock_renew = flag()?,
             "lock_ttl" => {
                 let t = secs(true)?;
+                self.lock_ttl_auto = t.is_zero();
                 self.lock_ttl = if t.is_zero() {
                     auto_ttl
                 } else {
@@ -144,6 +158,14 @@ impl SessionConfig {
             }
         }
         Ok(())
+    }
+
+    /// Settles what depends on several options: an unset lock ttl of a renewed
+    /// session is `RENEWED_LOCK_TTL`.
+    pub fn finish(&mut self) {
+        if self.lock_renew && self.lock_ttl_auto {
+            self.lock_ttl = RENEWED_LOCK_TTL;
+        }
     }
 }
 
@@ -321,6 +343,9 @@ impl SessionStore {
         match waited.result {
             Some((mut hold, data)) => {
                 hold.acquired_at = started;
+                if self.config.lock_renew {
+                    watchdog::renew(&lease, &mut hold, Kind::Session);
+                }
                 metrics::incr(Counter::SessionLocked);
                 if waited.contended {
                     metrics::incr(Counter::SessionContended);
@@ -394,16 +419,11 @@ impl SessionStore {
                 let hold = hold.clone();
                 let mut acks = None;
                 let run = |c: &mut Conn| {
-                    let n: i64 = scripts::SESSION_SAVE
-                        .key(s.data_key())
-                        .key(&s.lease.keys.lock)
-                        .key(&s.lease.keys.waiters)
-                        .key(&s.lease.keys.terms)
-                        .arg(hold.token.as_str())
-                        .arg(data)
-                        .arg(secs)
-                        .arg(op)
-                        .invoke(&mut c.inner)?;
+                    let n: i64 = s
+                        .lease
+                        .save_script(s.data_key(), &hold.token, data, secs, op)
+                        .invoke::<i64>(&mut c.inner)?
+                        .min(1);
                     let acks = s.lease.wait_replicas(c, n == 1)?;
                     Ok((n, acks))
                 };
@@ -423,6 +443,7 @@ impl SessionStore {
                             }
                             Err(f) => {
                                 s.mode = Mode::Done;
+                                hold.stop_renewal();
                                 pending::defer(s.lease.clone(), hold.token, hold.ttl);
                                 return Err(f.into_error());
                             }
@@ -440,17 +461,22 @@ impl SessionStore {
                         // still run. Asking again now would only double the wait; the
                         // unlock is left for this process's next call (or the lease's end).
                         s.mode = Mode::Done;
+                        hold.stop_renewal();
                         pending::defer(s.lease.clone(), hold.token, hold.ttl);
                         return Err(f.into_error());
                     }
                 };
                 s.mode = Mode::Done;
+                hold.stop_renewal();
                 if ok {
                     metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
                     s.lease.replicated(acks, "The session was saved")?;
                     Ok(Saved::Yes)
                 } else {
-                    metrics::incr(Counter::SessionLost);
+                    if !hold.lost() {
+                        // (The watchdog counted it when it found the lease gone.)
+                        metrics::incr(Counter::SessionLost);
+                    }
                     Ok(Saved::LeaseLost)
                 }
             }
@@ -536,11 +562,12 @@ impl SessionStore {
         let Mode::Locked(hold) = mode else {
             return Ok(true);
         };
+        hold.stop_renewal();
         match s.lease.release_token(&hold.token) {
             Ok(freed) => {
                 if freed {
                     metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
-                } else {
+                } else if !hold.lost() {
                     metrics::incr(Counter::SessionLost);
                 }
                 Ok(freed)

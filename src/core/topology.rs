@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use redis::cluster::{ClusterClientBuilder, ClusterConnection};
 use redis::{
-    ClientTlsConfig, Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, IntoConnectionInfo,
-    RedisConnectionInfo, RedisResult, Role, TlsCertificates, TlsMode, Value,
+    ClientTlsConfig, Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, ErrorKind,
+    IntoConnectionInfo, RedisConnectionInfo, RedisResult, Role, TlsCertificates, TlsMode, Value,
 };
 
 use crate::core::dsn::{Addr, Credentials, Endpoint, Tls, Topology};
@@ -25,14 +25,58 @@ use crate::core::metrics::{self, Counter};
 /// each command to the node that serves its key).
 pub(crate) enum Link {
     Node(redis::Connection),
-    Cluster(Box<ClusterConnection>),
+    Cluster(Box<ClusterLink>),
+}
+
+/// A Cluster connection, and how long a command may keep being redirected.
+pub(crate) struct ClusterLink {
+    conn: ClusterConnection,
+    patience: Duration,
+}
+
+impl ClusterLink {
+    /// redis-rs follows a redirect or two itself, but while a slot migrates (ASK,
+    /// then TRYAGAIN for a script whose keys are split between the two nodes) or
+    /// the nodes disagree after a failover (MOVED back and forth, CLUSTERDOWN) it
+    /// can run out of retries. Those replies mean the command did not run, so
+    /// asking again is always safe: done here, with short growing pauses, until
+    /// the read timeout is spent.
+    fn patiently<T>(
+        &mut self,
+        mut f: impl FnMut(&mut ClusterConnection) -> RedisResult<T>,
+    ) -> RedisResult<T> {
+        let deadline = Instant::now() + self.patience;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match f(&mut self.conn) {
+                Err(e) if not_run(&e) && Instant::now() + pause < deadline => {
+                    metrics::incr(Counter::Retries);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// A Cluster reply saying the command was not run where it was sent.
+fn not_run(e: &redis::RedisError) -> bool {
+    use redis::ServerErrorKind as K;
+    matches!(
+        e.kind(),
+        ErrorKind::Server(K::Moved | K::Ask | K::TryAgain | K::ClusterDown)
+    )
 }
 
 impl Link {
     pub(crate) fn set_read_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
         match self {
             Link::Node(c) => c.set_read_timeout(Some(timeout)),
-            Link::Cluster(c) => c.set_read_timeout(Some(timeout)),
+            Link::Cluster(c) => {
+                c.patience = timeout;
+                c.conn.set_read_timeout(Some(timeout))
+            }
         }
     }
 
@@ -52,11 +96,37 @@ impl Link {
             Link::Cluster(c) => {
                 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
                 let route = Route::with_key(key, SlotAddr::Master);
-                let v = c.route_command(
-                    &cmd,
-                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-                )?;
+                let v = c.patiently(|c| {
+                    c.route_command(
+                        &cmd,
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+                    )
+                })?;
                 redis::FromRedisValue::from_redis_value(v).map_err(Into::into)
+            }
+        }
+    }
+}
+
+impl Link {
+    /// Sends `cmds` in one round trip (one per node on a Cluster). An error reply
+    /// stays in its command's place; a failed round trip fails them all.
+    pub(crate) fn pipeline(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
+        match self {
+            Link::Node(c) => {
+                let mut p = redis::pipe();
+                p.ignore_errors();
+                for cmd in cmds {
+                    p.add_command(cmd.clone());
+                }
+                p.query(c)
+            }
+            Link::Cluster(c) => {
+                let mut p = redis::cluster::cluster_pipe();
+                for cmd in cmds {
+                    p.add_command(cmd.clone());
+                }
+                c.patiently(|c| p.query(c))
             }
         }
     }
@@ -66,7 +136,7 @@ impl ConnectionLike for Link {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match self {
             Link::Node(c) => c.req_packed_command(cmd),
-            Link::Cluster(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.patiently(|c| c.req_packed_command(cmd)),
         }
     }
 
@@ -78,35 +148,36 @@ impl ConnectionLike for Link {
     ) -> RedisResult<Vec<Value>> {
         match self {
             Link::Node(c) => c.req_packed_commands(cmd, offset, count),
-            Link::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            // Not repeated: part of a pipeline may have run.
+            Link::Cluster(c) => c.conn.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
             Link::Node(c) => c.req_command(cmd),
-            Link::Cluster(c) => c.req_command(cmd),
+            Link::Cluster(c) => c.patiently(|c| c.req_command(cmd)),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Link::Node(c) => c.get_db(),
-            Link::Cluster(c) => c.get_db(),
+            Link::Cluster(c) => c.conn.get_db(),
         }
     }
 
     fn check_connection(&mut self) -> bool {
         match self {
             Link::Node(c) => c.check_connection(),
-            Link::Cluster(c) => c.check_connection(),
+            Link::Cluster(c) => c.conn.check_connection(),
         }
     }
 
     fn is_open(&self) -> bool {
         match self {
             Link::Node(c) => c.is_open(),
-            Link::Cluster(c) => c.is_open(),
+            Link::Cluster(c) => c.conn.is_open(),
         }
     }
 }
@@ -127,7 +198,12 @@ pub(crate) fn open(ep: &Endpoint) -> Result<Link> {
     match &ep.topology {
         Topology::Node(addr) => node(ep, addr, &ep.auth, ep.db).map(Link::Node),
         Topology::Sentinel { sentinels, service } => master(ep, sentinels, service).map(Link::Node),
-        Topology::Cluster { seeds } => cluster(ep, seeds).map(|c| Link::Cluster(Box::new(c))),
+        Topology::Cluster { seeds } => cluster(ep, seeds).map(|conn| {
+            Link::Cluster(Box::new(ClusterLink {
+                conn,
+                patience: ep.timeouts.read,
+            }))
+        }),
     }
 }
 
@@ -330,6 +406,15 @@ fn note_master(ep: &Endpoint, addr: &Addr) {
     }
 }
 
+/// How often redis-rs's cluster client tries a command again itself (a MOVED
+/// redirect, with a fresh slot map; an ASK; TRYAGAIN, CLUSTERDOWN or LOADING; a
+/// broken or timed-out connection). Once is enough: redirects that go on are
+/// followed by `ClusterLink::patiently`, and each retry of a command to a node
+/// that stopped answering costs one more connect and read timeout, so a request
+/// caught by a dead master fails within about twice its timeouts
+/// (redis-rs's default is 16 retries, with waits of seconds).
+pub(crate) const CLUSTER_RETRIES: u32 = 1;
+
 /// A Cluster connection (redis-rs's sync cluster client: it learns the slots from
 /// the seeds, routes each command by its first key, and follows MOVED and ASK).
 fn cluster(ep: &Endpoint, seeds: &[Addr]) -> Result<ClusterConnection> {
@@ -344,7 +429,10 @@ fn cluster(ep: &Endpoint, seeds: &[Addr]) -> Result<ClusterConnection> {
         .map_err(|e| fail(&e))?;
     let mut builder = ClusterClientBuilder::new(infos)
         .connection_timeout(ep.timeouts.connect)
-        .response_timeout(ep.timeouts.read);
+        .response_timeout(ep.timeouts.read)
+        .retries(CLUSTER_RETRIES)
+        .min_retry_wait(5)
+        .max_retry_wait(100);
     if let Some(u) = &ep.auth.username {
         builder = builder.username(u);
     }

@@ -17,7 +17,7 @@ pub const LOCK_PREFIX: &CStr = c"redis_lease.lock_prefix";
 pub const CONNECT_TIMEOUT: &CStr = c"redis_lease.connect_timeout";
 pub const READ_TIMEOUT: &CStr = c"redis_lease.read_timeout";
 
-pub static ENTRIES: IniEntryDefs<11> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<12> = IniEntryDefs::new([
     IniEntryDef::new(DSN, c"redis://127.0.0.1:6379", IniEntryPermission::All),
     IniEntryDef::new(LOCK_PREFIX, c"lock:", IniEntryPermission::All),
     IniEntryDef::new(CONNECT_TIMEOUT, c"1", IniEntryPermission::All),
@@ -31,6 +31,12 @@ pub static ENTRIES: IniEntryDefs<11> = IniEntryDefs::new([
     IniEntryDef::new(
         c"redis_lease.session.lock_ttl",
         c"0",
+        IniEntryPermission::All,
+    ),
+    // Renewed by the watchdog: with lock_ttl 0, a 10 s lease (core::session::RENEWED_LOCK_TTL).
+    IniEntryDef::new(
+        c"redis_lease.session.lock_renew",
+        c"1",
         IniEntryPermission::All,
     ),
     IniEntryDef::new(

@@ -1,6 +1,10 @@
 //! `DistributedLock`: converts PHP values and errors, and keeps the per-object
 //! state; the lease logic is in `core::lease`.
 
+// `autoRenew` is PHP's parameter name: named arguments use it as written, and
+// ext-php-rs takes parameter names from the Rust ones.
+#![allow(non_snake_case)]
+
 use std::cell::RefCell;
 use std::time::Duration;
 
@@ -77,8 +81,13 @@ impl DistributedLock {
 
 #[php_impl]
 impl DistributedLock {
-    #[php(defaults(ttl = 30.0))]
-    pub fn __construct(key: Bytes, ttl: Float, dsn: Option<Bytes>) -> PhpResult<Self> {
+    #[php(defaults(ttl = 30.0, autoRenew = false))]
+    pub fn __construct(
+        key: Bytes,
+        ttl: Float,
+        dsn: Option<Bytes>,
+        autoRenew: bool,
+    ) -> PhpResult<Self> {
         let key = key.0;
         if let Err(why) = check_lock_name(&key) {
             return Err(Error::invalid(format!(
@@ -109,7 +118,9 @@ impl DistributedLock {
         Ok(DistributedLock {
             key,
             ttl,
-            lock: RefCell::new(Lock::new(Lease::new(endpoint.into(), keys), ttl)),
+            lock: RefCell::new(
+                Lock::new(Lease::new(endpoint.into(), keys), ttl).with_auto_renew(autoRenew),
+            ),
         })
     }
 

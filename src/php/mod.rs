@@ -46,6 +46,13 @@ pub fn startup(_ty: i32, module_number: i32) -> i32 {
     }
 }
 
+/// MSHUTDOWN: the renewal thread, if this process started one, is stopped and
+/// joined before PHP unloads the code it runs.
+pub extern "C" fn module_shutdown(_ty: i32, _module_number: i32) -> i32 {
+    let _ = std::panic::catch_unwind(crate::core::watchdog::shutdown);
+    0
+}
+
 /// RINIT. Once per process, finishes the class setup that MINIT cannot do.
 pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     static WIDENED: std::sync::Once = std::sync::Once::new();
@@ -147,6 +154,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<session::RedisLockingSessionHandler>()
         .function(wrap_function!(metrics))
         .function(wrap_function!(prometheus_metrics))
+        .shutdown_function(module_shutdown)
         .request_startup_function(request_startup)
         .request_shutdown_function(request_shutdown)
         .info_function(module_info)

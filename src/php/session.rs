@@ -84,6 +84,7 @@ fn config_from_ini() -> Result<SessionConfig> {
     let auto = auto_lock_ttl();
     let mut config = SessionConfig {
         lock_ttl: auto,
+        lock_ttl_auto: true,
         ..SessionConfig::default()
     };
     for name in OPTION_NAMES {
@@ -112,6 +113,7 @@ fn build_store(dsn: &str, options: &[(String, String)]) -> Result<SessionStore> 
     for (name, value) in options {
         config.set(name, value, auto)?;
     }
+    config.finish();
     Ok(SessionStore::new(Arc::new(endpoint), config))
 }
 

@@ -171,6 +171,40 @@ impl Drop for RedisServer {
 }
 
 /// Sends signal `sig` ("STOP", "CONT", ...) to process `pid`.
+/// A lock's lease (prefix "lock:") on `server`, with DSN options `query` ("" or "?...").
+pub fn lock_lease(
+    server: &RedisServer,
+    query: &str,
+    name: &str,
+) -> redis_lease::core::lease::Lease {
+    use redis_lease::core::dsn::{Endpoint, Timeouts};
+    use redis_lease::core::lease::{Lease, LeaseKeys};
+    let ep = Endpoint::parse(&format!("{}{query}", server.dsn()), Timeouts::default()).unwrap();
+    Lease::new(
+        std::sync::Arc::new(ep),
+        LeaseKeys::for_lock(b"lock:", name.as_bytes()),
+    )
+}
+
+/// PTTL of `key` on `server`.
+pub fn pttl(server: &RedisServer, key: &str) -> i64 {
+    redis::cmd("PTTL")
+        .arg(key)
+        .query(&mut server.conn())
+        .unwrap()
+}
+
+/// MIGRATEs what is left of `slot` on `from` to `to`.
+pub fn migrate_rest(set: &ClusterSet, from: &RedisServer, to: &RedisServer, slot: i64) {
+    loop {
+        let keys = set.keys_in_slot(from, slot);
+        if keys.is_empty() {
+            break;
+        }
+        migrate(from, to, keys);
+    }
+}
+
 pub fn signal_pid(pid: u32, sig: &str) {
     let ok = Command::new("kill")
         .args([&format!("-{sig}"), &pid.to_string()])
@@ -336,4 +370,196 @@ impl SentinelSet {
             .ok()?;
         Some(port)
     }
+}
+
+/// A Redis Cluster of `masters` masters with `replicas` replicas each, on
+/// loopback (cluster bus ports chosen freely: a node's default bus port, its
+/// port + 10000, may be out of range or taken).
+pub struct ClusterSet {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl ClusterSet {
+    pub fn start(masters: usize, replicas: usize) -> ClusterSet {
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
+            .map(|_| {
+                let bus = free_port().to_string();
+                RedisServer::start_with(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "2000",
+                    "--cluster-port",
+                    &bus,
+                    "--repl-diskless-sync-delay",
+                    "0",
+                ])
+            })
+            .collect();
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for n in &nodes {
+            create.arg(format!("127.0.0.1:{}", n.port));
+        }
+        let out = create
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .output()
+            .expect("redis-cli");
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let set = ClusterSet { nodes };
+        set.await_ok();
+        set
+    }
+
+    /// Until every live node says cluster_state:ok and agrees on its masters.
+    pub fn await_ok(&self) {
+        await_until(Duration::from_secs(30), "the cluster to be ok", || {
+            self.nodes
+                .iter()
+                .filter(|n| n.port_hold.is_none())
+                .all(|n| {
+                    n.client()
+                        .get_connection_with_timeout(Duration::from_secs(1))
+                        .ok()
+                        .and_then(|mut c| {
+                            redis::cmd("CLUSTER")
+                                .arg("INFO")
+                                .query::<String>(&mut c)
+                                .ok()
+                        })
+                        .is_some_and(|i| i.contains("cluster_state:ok"))
+                })
+        });
+    }
+
+    pub fn dsn(&self, query: &str) -> String {
+        let seeds: Vec<String> = self
+            .nodes
+            .iter()
+            .take(3)
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis-cluster://{}{query}", seeds.join(","))
+    }
+
+    /// The node that serves `key` now (a master), by asking any node.
+    pub fn owner_of(&self, key: &str) -> &RedisServer {
+        let slot: i64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut self.any().conn())
+            .unwrap();
+        let port = self.master_port_of_slot(slot);
+        self.nodes
+            .iter()
+            .find(|n| n.port == port)
+            .expect("a node of ours")
+    }
+
+    pub fn master_port_of_slot(&self, slot: i64) -> u16 {
+        let shards: Vec<redis::Value> = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query(&mut self.any().conn())
+            .unwrap();
+        for shard in shards {
+            let redis::Value::Array(parts) = shard else {
+                continue;
+            };
+            let num = |v: &redis::Value| match v {
+                redis::Value::Int(n) => *n,
+                _ => -1,
+            };
+            if num(&parts[0]) <= slot && slot <= num(&parts[1]) {
+                if let redis::Value::Array(master) = &parts[2] {
+                    return num(&master[1]) as u16;
+                }
+            }
+        }
+        panic!("no master serves slot {slot}");
+    }
+
+    /// A live node.
+    pub fn any(&self) -> &RedisServer {
+        self.nodes
+            .iter()
+            .find(|n| n.port_hold.is_none())
+            .expect("a live node")
+    }
+
+    pub fn node_id(&self, node: &RedisServer) -> String {
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut node.conn())
+            .unwrap()
+    }
+
+    /// Moves `slot` (and its keys) from its master to `to`, as redis-cli
+    /// --cluster reshard does: IMPORTING/MIGRATING, MIGRATE every key, then NODE.
+    pub fn move_slot(&self, slot: i64, to: &RedisServer) {
+        let from = self.begin_move(slot, to);
+        migrate_rest(self, from, to, slot);
+        self.finish_move(slot, to);
+    }
+
+    /// Marks `slot` as leaving its master for `to` (MIGRATING/IMPORTING); its
+    /// master, which still holds the keys, is returned.
+    pub fn begin_move(&self, slot: i64, to: &RedisServer) -> &RedisServer {
+        let from_port = self.master_port_of_slot(slot);
+        let from = self.nodes.iter().find(|n| n.port == from_port).unwrap();
+        let (from_id, to_id) = (self.node_id(from), self.node_id(to));
+        let setslot = |node: &RedisServer, state: &str, id: &str| {
+            let _: () = redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg(state)
+                .arg(id)
+                .query(&mut node.conn())
+                .unwrap();
+        };
+        setslot(to, "IMPORTING", &from_id);
+        setslot(from, "MIGRATING", &to_id);
+        from
+    }
+
+    pub fn keys_in_slot(&self, node: &RedisServer, slot: i64) -> Vec<Vec<u8>> {
+        redis::cmd("CLUSTER")
+            .arg("GETKEYSINSLOT")
+            .arg(slot)
+            .arg(100)
+            .query(&mut node.conn())
+            .unwrap()
+    }
+
+    /// Gives `slot` to `to` on every live node (the last step of a move).
+    pub fn finish_move(&self, slot: i64, to: &RedisServer) {
+        let to_id = self.node_id(to);
+        for n in self.nodes.iter().filter(|n| n.port_hold.is_none()) {
+            let _: redis::RedisResult<()> = redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg("NODE")
+                .arg(&to_id)
+                .query(&mut n.conn());
+        }
+    }
+}
+
+/// Moves `keys` from node `from` to node `to` (MIGRATE).
+pub fn migrate(from: &RedisServer, to: &RedisServer, keys: Vec<Vec<u8>>) {
+    let _: () = redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(to.port)
+        .arg("")
+        .arg(0)
+        .arg(5000)
+        .arg("KEYS")
+        .arg(keys)
+        .query(&mut from.conn())
+        .unwrap();
 }

@@ -14,7 +14,7 @@ end
 local value = redis.call('GET', lock)
 if owns(value, token) then
   -- Handed to us while we waited, and its wake-up was lost or not read yet.
-  redis.call('DEL', lock .. ':wake:' .. token)
+  unwake(lock, token)
   return {2, string.sub(value, #token + 2)}
 end
 local now = now_ms()

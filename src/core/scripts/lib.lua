@@ -116,11 +116,37 @@ local function hand_off(lock, waiters, terms, fence_key, payload, now)
   end
   redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
   local wake = lock .. ':wake:' .. token
-  redis.call('RPUSH', wake, fence .. ':' .. body)
-  redis.call('PEXPIRE', wake, deadline - now + WAKE_KEEP_MS)
+  redis.pcall('RPUSH', wake, fence .. ':' .. body)
+  redis.pcall('PEXPIRE', wake, deadline - now + WAKE_KEEP_MS)
   return true
 end
 
 local function no_payload()
   return ''
+end
+
+-- Redis Cluster's client resends a command whose connection failed (or timed
+-- out), so an unlock may run twice: the second run must say what the first did,
+-- not "the lock was not ours". Unlocks on a Cluster leave a short-lived marker of
+-- their token (declared by the caller, who knows its token).
+local function mark_done(marker, ms)
+  if marker then
+    redis.call('SET', marker, '1', 'PX', ms)
+  end
+end
+
+local function done_before(marker)
+  if marker and redis.call('EXISTS', marker) == 1 then
+    return 2
+  end
+  return 0
+end
+
+-- A waiter's wake-up list is a key no script can declare (a releaser does not
+-- know the waiter's token in advance). During a Cluster slot migration Redis
+-- refuses such keys ("non local key"): those calls may fail without failing the
+-- script, because a waiter asks again at least every NAP_MS and then finds the
+-- lock handed to it.
+local function unwake(lock, token)
+  redis.pcall('DEL', lock .. ':wake:' .. token)
 end

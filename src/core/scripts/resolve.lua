@@ -8,7 +8,7 @@
 -- Returns {pttl, fence} when ours ({pttl, fence, data} for a session), nil otherwise.
 local lock, token = KEYS[1], ARGV[1]
 local value = redis.call('GET', lock)
-redis.call('DEL', lock .. ':wake:' .. token)
+unwake(lock, token)
 if owns(value, token) then
   if KEYS[5] then
     local data = redis.pcall('GET', KEYS[5])

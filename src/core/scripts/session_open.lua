@@ -15,7 +15,7 @@ end
 local value = redis.call('GET', lock)
 if owns(value, token) then
   -- Handed to us while we waited, and its wake-up was lost or not read yet.
-  redis.call('DEL', lock .. ':wake:' .. token)
+  unwake(lock, token)
   local data = redis.pcall('GET', data_key)
   if type(data) == 'table' and data.err then
     -- Unreadable data: give the lock up rather than hold what we cannot use.

@@ -1,0 +1,324 @@
+//! Redis Cluster: locks and sessions on a real cluster (three masters, one
+//! replica each), through slot migration and a master's failover.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_lease::core::dsn::{Endpoint, Timeouts};
+use redis_lease::core::lease::{Hold, Lease, LeaseKeys};
+use redis_lease::core::session::{Saved, SessionConfig, SessionStore};
+use support::{await_until, exists, migrate, ClusterSet};
+
+const SEC: Duration = Duration::from_secs(1);
+
+fn lease(dsn: &str, name: &str) -> Lease {
+    let ep = Endpoint::parse(dsn, Timeouts::default()).unwrap();
+    Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()))
+}
+
+/// Lock names whose keys live on `n` different masters.
+fn names_on_every_master(set: &ClusterSet, n: usize) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut owners = Vec::new();
+    for i in 0.. {
+        let name = format!("spread{i}");
+        let port = set.owner_of(&format!("lock:{{{name}}}")).port;
+        if !owners.contains(&port) {
+            owners.push(port);
+            names.push(name);
+        }
+        if names.len() == n {
+            break;
+        }
+    }
+    names
+}
+
+#[test]
+fn locks_and_sessions_on_a_cluster() {
+    let set = ClusterSet::start(3, 1);
+    let dsn = set.dsn("?timeout=1&read_timeout=1");
+    for name in names_on_every_master(&set, 3) {
+        let l = lease(&dsn, &name);
+        let h = l.acquire(SEC * 10, Duration::ZERO).unwrap().expect("free");
+        let key = format!("lock:{{{name}}}");
+        assert!(
+            exists(&mut set.owner_of(&key).conn(), &key),
+            "{key} on its master"
+        );
+        // A waiter on another thread is handed the lock on release.
+        let waiter = {
+            let l = lease(&dsn, &name);
+            std::thread::spawn(move || l.acquire(SEC * 10, SEC * 10).unwrap())
+        };
+        let mut raw = set.owner_of(&key).conn();
+        await_until(SEC * 5, "the waiter to queue", || {
+            exists(&mut raw, &format!("{key}:waiters"))
+        });
+        assert!(l.release(&h, false).unwrap());
+        let handed: Hold = waiter.join().unwrap().expect("handed over");
+        assert!(handed.fence > h.fence);
+        assert!(l.release(&handed, false).unwrap());
+        // The cluster client resends a command whose reply it lost: an unlock run
+        // again by its own token says it was done, not "not ours".
+        assert!(l.release(&handed, false).unwrap(), "a resent release");
+        let stranger = redis_lease::core::lease::Token::generate();
+        assert!(
+            !l.release_token(&stranger).unwrap(),
+            "another token's unlock is refused"
+        );
+    }
+    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let store = SessionStore::new(ep, SessionConfig::default());
+    for id in ["clustersessiona", "clustersessionb", "clustersessionc"] {
+        let (mut s, data) = store.open(id).unwrap();
+        assert_eq!(data, None);
+        assert_eq!(
+            store.write(&mut s, b"a|i:1;", SEC * 60).unwrap(),
+            Saved::Yes
+        );
+        let (mut s, data) = store.open(id).unwrap();
+        assert_eq!(data.as_deref(), Some(&b"a|i:1;"[..]));
+        assert!(store.close(&mut s).unwrap());
+    }
+}
+
+#[test]
+fn contending_threads_on_three_masters_never_overlap() {
+    let set = ClusterSet::start(3, 0);
+    let dsn = set.dsn("");
+    let names = names_on_every_master(&set, 3);
+    let counters: Arc<Vec<std::sync::atomic::AtomicI64>> = Arc::new(
+        (0..3)
+            .map(|_| std::sync::atomic::AtomicI64::new(0))
+            .collect(),
+    );
+    let mut threads = Vec::new();
+    for t in 0..6 {
+        let (dsn, names, counters) = (dsn.clone(), names.clone(), counters.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut fences = vec![Vec::new(); 3];
+            for round in 0..60 {
+                let i = (t + round) % 3;
+                let l = lease(&dsn, &names[i]);
+                let h = l.acquire(SEC * 5, SEC * 20).unwrap().expect("in time");
+                let v = counters[i].load(std::sync::atomic::Ordering::SeqCst);
+                std::thread::sleep(Duration::from_micros(200));
+                counters[i].store(v + 1, std::sync::atomic::Ordering::SeqCst);
+                fences[i].push((Instant::now(), h.fence));
+                assert!(l.release(&h, false).unwrap());
+            }
+            fences
+        }));
+    }
+    let mut per_name = vec![Vec::new(); 3];
+    for t in threads {
+        for (i, f) in t.join().unwrap().into_iter().enumerate() {
+            per_name[i].extend(f);
+        }
+    }
+    let total: i64 = counters
+        .iter()
+        .map(|c| c.load(std::sync::atomic::Ordering::SeqCst))
+        .sum();
+    assert_eq!(total, 360, "no lost update");
+    for mut f in per_name {
+        f.sort();
+        assert!(
+            f.windows(2).all(|w| w[0].1 < w[1].1),
+            "fences rise with every grant of a name"
+        );
+    }
+}
+
+#[test]
+fn a_slot_migrates_under_a_held_lock_and_a_waiter() {
+    let set = ClusterSet::start(3, 0);
+    let dsn = set.dsn("?timeout=1&read_timeout=1");
+    let l = lease(&dsn, "migrating");
+    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let key = "lock:{migrating}";
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut set.any().conn())
+        .unwrap();
+    let from = set.owner_of(key).port;
+    let to = set.nodes.iter().find(|n| n.port != from).unwrap();
+    let waiter = {
+        let l = lease(&dsn, "migrating");
+        std::thread::spawn(move || l.acquire(SEC * 30, SEC * 15).unwrap())
+    };
+    let mut raw = set.owner_of(key).conn();
+    await_until(SEC * 5, "the waiter to queue", || {
+        exists(&mut raw, "lock:{migrating}:waiters")
+    });
+    set.move_slot(slot, to);
+    assert_eq!(set.owner_of(key).port, to.port, "the slot moved");
+    // The holder, its lease and the queue moved with the slot: the holder extends
+    // and releases on the new master, which hands the lock to the waiter.
+    let mut h2 = h.clone();
+    assert!(l.refresh(&mut h2, SEC * 30).unwrap());
+    assert!(l.release(&h2, false).unwrap());
+    let handed = waiter.join().unwrap().expect("the waiter got it");
+    assert!(handed.fence > h.fence);
+    assert!(exists(&mut to.conn(), key));
+    assert!(l.release(&handed, false).unwrap());
+}
+
+/// Redis's count of replies with this error code (INFO errorstats).
+fn error_count(node: &support::RedisServer, code: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("errorstats")
+        .query(&mut node.conn())
+        .unwrap();
+    let prefix = format!("errorstat_{code}:count=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+#[test]
+fn a_script_caught_mid_migration_waits_for_it_to_finish() {
+    let set = ClusterSet::start(3, 0);
+    // The read timeout is how long a command may keep being sent back.
+    let dsn = set.dsn("?timeout=1&read_timeout=5");
+    let holder = lease(&dsn, "split");
+    let h = holder
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free");
+    let key = "lock:{split}";
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut set.any().conn())
+        .unwrap();
+    let to = set
+        .nodes
+        .iter()
+        .find(|n| n.port != set.owner_of(key).port)
+        .unwrap();
+    let from = set.begin_move(slot, to);
+    // Half-way: the lease has moved, its fence counter has not. Scripts that
+    // touch both are refused with TRYAGAIN until the move is over.
+    migrate(from, to, vec![key.as_bytes().to_vec()]);
+    assert!(!set.keys_in_slot(from, slot).is_empty(), "keys left behind");
+    let refused = error_count(from, "TRYAGAIN");
+    let contender = {
+        let l = lease(&dsn, "split");
+        std::thread::spawn(move || l.acquire(SEC * 30, Duration::ZERO))
+    };
+    // redis-rs alone tries twice (CLUSTER_RETRIES = 1), then gives up.
+    await_until(
+        SEC * 4,
+        "the contender to be refused again and again",
+        || error_count(from, "TRYAGAIN") >= refused + 4,
+    );
+    assert!(!contender.is_finished(), "still waiting for the move");
+    support::migrate_rest(&set, from, to, slot);
+    set.finish_move(slot, to);
+    let got = contender
+        .join()
+        .unwrap()
+        .expect("no error: the move finished in time");
+    assert!(got.is_none(), "the lock is still held");
+    assert!(
+        holder.release(&h, false).unwrap(),
+        "released on the new master"
+    );
+}
+
+#[test]
+fn a_master_fails_over_and_locks_go_on_with_rising_fences() {
+    let mut set = ClusterSet::start(3, 1);
+    let dsn = set.dsn("?timeout=0.5&read_timeout=0.5");
+    let l = lease(&dsn, "failover");
+    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    assert!(l.release(&h, false).unwrap());
+    let key = "lock:{failover}";
+    let port = set.owner_of(key).port;
+    let i = set.nodes.iter().position(|n| n.port == port).unwrap();
+    set.nodes[i].kill_and_hold_port();
+    // Calls fail (fast) until the replica is promoted, then succeed.
+    let mut next = None;
+    await_until(SEC * 30, "a replica to take over", || {
+        next = l.acquire(SEC * 30, Duration::ZERO).ok().flatten();
+        next.is_some()
+    });
+    let next = next.unwrap();
+    assert!(next.fence > h.fence, "fences rise across the failover");
+    assert_ne!(set.owner_of(key).port, port, "a replica took over");
+    assert!(l.release(&next, false).unwrap());
+}
+
+#[test]
+fn wait_replicas_on_a_cluster_waits_on_the_keys_master() {
+    let set = ClusterSet::start(3, 1);
+    let mut masters = 0;
+    support::await_until(SEC * 20, "replicas in sync", || {
+        masters = 0;
+        set.nodes.iter().all(|n| {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut n.conn())
+                .unwrap();
+            if info.contains("role:master") {
+                masters += 1;
+                info.contains("state=online")
+            } else {
+                true
+            }
+        })
+    });
+    let dsn = set.dsn("?wait_replicas=1&wait_timeout=1000");
+    for name in names_on_every_master(&set, 3) {
+        let l = lease(&dsn, &name);
+        let h = l
+            .acquire(SEC * 10, Duration::ZERO)
+            .unwrap()
+            .expect("acknowledged");
+        assert!(l.release(&h, false).unwrap());
+    }
+    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let store = SessionStore::new(ep, SessionConfig::default());
+    for i in 0..20 {
+        let id = format!("waitsession{i}");
+        let (mut s, _) = store.open(&id).unwrap();
+        assert_eq!(
+            store.write(&mut s, b"a|i:1;", SEC * 60).unwrap(),
+            Saved::Yes,
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn renewed_locks_on_every_master_outlive_their_ttl() {
+    let set = ClusterSet::start(3, 0);
+    let dsn = set.dsn("?timeout=1&read_timeout=1");
+    let ttl = Duration::from_millis(400);
+    let names = names_on_every_master(&set, 3);
+    let mut locks: Vec<redis_lease::core::lock::Lock> = names
+        .iter()
+        .map(|n| redis_lease::core::lock::Lock::new(lease(&dsn, n), ttl).with_auto_renew(true))
+        .collect();
+    for l in &mut locks {
+        assert!(l.acquire(Duration::ZERO).unwrap());
+    }
+    // Four ttls of doing nothing; the first renewal meets NOSCRIPT (refresh.lua
+    // was never run there) and is sent again as EVAL.
+    std::thread::sleep(ttl * 4);
+    for n in &names {
+        let other = lease(&dsn, n);
+        assert!(
+            other.acquire(ttl, Duration::ZERO).unwrap().is_none(),
+            "{n} still held"
+        );
+    }
+    for l in &mut locks {
+        assert!(l.release().unwrap());
+    }
+}

@@ -1,0 +1,215 @@
+//! The lease watchdog against a real redis-server: renewed leases outlive their
+//! ttl while the holder does nothing, a lease found gone is reported lost, a
+//! stopped Redis makes it expire on time without ever blocking the holder, and
+//! many leases share one round trip.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_lease::core::dsn::{Endpoint, Timeouts};
+use redis_lease::core::lock::Lock;
+use redis_lease::core::metrics::{self, Counter};
+use redis_lease::core::session::{SessionConfig, SessionStore};
+use redis_lease::core::watchdog::{self, Kind};
+use support::{await_until, lock_lease as lease, pttl, RedisServer};
+
+const MS: Duration = Duration::from_millis(1);
+
+#[test]
+fn a_renewed_lease_outlives_its_ttl_while_the_holder_does_nothing() {
+    let server = RedisServer::start();
+    let ttl = MS * 300;
+    let mut holder = Lock::new(lease(&server, "", "renewed"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    let fence = holder.hold().unwrap().fence;
+    let other = lease(&server, "", "renewed");
+    // Five ttls of doing nothing (the point of the test, not a synchronization).
+    let until = Instant::now() + ttl * 5;
+    while Instant::now() < until {
+        assert!(
+            other.acquire(ttl, Duration::ZERO).unwrap().is_none(),
+            "never free"
+        );
+        std::thread::sleep(MS * 20);
+    }
+    assert!(pttl(&server, "lock:{renewed}") > 0);
+    assert_eq!(
+        holder.hold().unwrap().fence,
+        fence,
+        "renewal keeps the fence"
+    );
+    assert!(holder.release().unwrap());
+    assert!(
+        other.acquire(ttl, Duration::ZERO).unwrap().is_some(),
+        "free after release"
+    );
+}
+
+#[test]
+fn release_stops_renewal_at_once() {
+    let server = RedisServer::start();
+    let ttl = MS * 300;
+    let mut holder = Lock::new(lease(&server, "", "stops"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    let renewal = holder.hold().unwrap().renewal.clone().expect("renewed");
+    assert!(renewal.renewing());
+    assert!(watchdog::watched() >= 1);
+    assert!(holder.release().unwrap());
+    assert!(!renewal.renewing(), "no longer renewed");
+    // A lease of the same name taken without renewal now ends at its ttl.
+    let other = lease(&server, "", "stops");
+    let h = other.acquire(ttl, Duration::ZERO).unwrap().unwrap();
+    await_until(ttl * 3, "the unrenewed lease to end", || {
+        pttl(&server, "lock:{stops}") < 0
+    });
+    assert!(!other.release(&h, false).unwrap());
+}
+
+#[test]
+fn a_renewal_that_finds_the_lease_gone_marks_it_lost() {
+    let server = RedisServer::start();
+    let ttl = MS * 600;
+    let lost_before = metrics::get(Counter::LockLost);
+    let mut holder = Lock::new(lease(&server, "", "taken"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    // An operator (or a bug elsewhere) deletes the key; another holder takes it.
+    let _: () = redis::cmd("DEL")
+        .arg("lock:{taken}")
+        .query(&mut server.conn())
+        .unwrap();
+    let other = lease(&server, "", "taken");
+    let theirs = other.acquire(ttl * 10, Duration::ZERO).unwrap().unwrap();
+    await_until(ttl, "the watchdog to notice", || holder.hold().is_none());
+    assert!(metrics::get(Counter::LockLost) > lost_before);
+    assert!(!holder.release().unwrap(), "release reports the loss");
+    assert!(
+        pttl(&server, "lock:{taken}") > 0,
+        "the new holder's lease is untouched"
+    );
+    assert!(other.release(&theirs, false).unwrap());
+}
+
+#[test]
+fn a_stopped_redis_makes_the_lease_expire_on_time_without_blocking_the_holder() {
+    let server = RedisServer::start();
+    let ttl = MS * 600;
+    let mut holder =
+        Lock::new(lease(&server, "?read_timeout=5", "stalled"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    // Right after a renewal, so the lease is ttl long when Redis stops.
+    let renewals = metrics::get(Counter::AutoRenewals);
+    await_until(ttl, "a renewal", || {
+        metrics::get(Counter::AutoRenewals) > renewals
+    });
+    server.signal("STOP");
+    let stopped = Instant::now();
+    let mut slowest = Duration::ZERO;
+    while holder.hold().is_some() {
+        let t = Instant::now();
+        let _ = holder.hold();
+        slowest = slowest.max(t.elapsed());
+        assert!(
+            stopped.elapsed() < ttl * 2,
+            "reported lost no later than its expiry"
+        );
+        std::thread::sleep(MS);
+    }
+    let lost_after = stopped.elapsed();
+    server.signal("CONT");
+    assert!(
+        lost_after <= ttl + MS * 50,
+        "lost after {lost_after:?}, ttl {ttl:?}"
+    );
+    assert!(
+        lost_after >= ttl / 2,
+        "not before the lease could end: {lost_after:?}"
+    );
+    assert!(
+        slowest < MS * 20,
+        "the holder was never blocked: {slowest:?}"
+    );
+    assert!(!holder.release().unwrap());
+}
+
+#[test]
+fn many_leases_are_renewed_in_few_round_trips() {
+    let server = RedisServer::start();
+    let ttl = MS * 900;
+    let n = 1000;
+    let mut locks: Vec<Lock> = (0..n)
+        .map(|i| Lock::new(lease(&server, "", &format!("many{i}")), ttl).with_auto_renew(true))
+        .collect();
+    for l in &mut locks {
+        assert!(l.acquire(Duration::ZERO).unwrap());
+    }
+    let (renewed, trips) = (
+        metrics::get(Counter::AutoRenewals),
+        metrics::get(Counter::RenewalRoundTrips),
+    );
+    let t = Instant::now();
+    std::thread::sleep(ttl * 3);
+    let renewals = metrics::get(Counter::AutoRenewals) - renewed;
+    let round_trips = metrics::get(Counter::RenewalRoundTrips) - trips;
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!(
+        "{n} leases, ttl {ttl:?}: {:.0} renewals/s in {:.1} round trips/s",
+        renewals as f64 / secs,
+        round_trips as f64 / secs
+    );
+    assert!(
+        renewals >= (n as u64) * 6,
+        "each renewed about every ttl/3: {renewals}"
+    );
+    assert!(
+        round_trips * 50 < renewals,
+        "pipelined: {round_trips} round trips"
+    );
+    for l in &mut locks {
+        assert!(l.release().unwrap(), "every lease held throughout");
+    }
+}
+
+#[test]
+fn a_session_lock_is_renewed_until_saved() {
+    let server = RedisServer::start();
+    let ep = Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap();
+    let config = SessionConfig {
+        lock_ttl: MS * 300,
+        lock_renew: true,
+        lock_wait: Duration::ZERO,
+        ..SessionConfig::default()
+    };
+    let store = SessionStore::new(Arc::new(ep), config);
+    let (mut s, _) = store.open("renewedsession").unwrap();
+    std::thread::sleep(MS * 1000);
+    assert!(
+        store.open("renewedsession").is_err(),
+        "still locked after three ttls"
+    );
+    assert_eq!(
+        store
+            .write(&mut s, b"data", Duration::from_secs(60))
+            .unwrap(),
+        redis_lease::core::session::Saved::Yes
+    );
+    let (mut again, data) = store.open("renewedsession").unwrap();
+    assert_eq!(data.as_deref(), Some(&b"data"[..]));
+    store.close(&mut again).unwrap();
+}
+
+#[test]
+fn a_lease_renewed_directly_through_the_core() {
+    // `watchdog::renew` on a bare Lease hold, as the session store does.
+    let server = RedisServer::start();
+    let l = lease(&server, "", "bare");
+    let mut hold = l.acquire(MS * 300, Duration::ZERO).unwrap().unwrap();
+    watchdog::renew(&l, &mut hold, Kind::Lock);
+    std::thread::sleep(MS * 900);
+    assert!(
+        hold.safe_until() > Instant::now(),
+        "extended by the watchdog"
+    );
+    assert!(l.release(&hold, false).unwrap());
+}
