@@ -9,6 +9,10 @@
 //! - On macOS, an extension leaves PHP's own symbols undefined until PHP loads
 //!   it: the linker must be told so (ext-php-rs leaves that to a hand-made
 //!   .cargo/config otherwise).
+//! - The Lua scripts (always): every file in src/core/scripts/ is compiled in
+//!   (an orphan is a script someone forgot to wire up), none calls a command that
+//!   walks the keyspace (KEYS, SCAN: unbounded, and wrong on a Redis Cluster),
+//!   and each starts with the comment that declares its KEYS and ARGV.
 
 use std::env;
 use std::path::PathBuf;
@@ -22,6 +26,7 @@ const HOW_TO_GET_PHP: &str = "install PHP's development files (Debian/Ubuntu: ap
      variables at the php binary and the php-config script of the PHP to build for";
 
 fn main() -> Result<()> {
+    check_scripts()?;
     println!("cargo::rerun-if-env-changed=PHP");
     println!("cargo::rerun-if-env-changed=PHP_CONFIG");
     println!("cargo::rerun-if-env-changed=REDIS_LEASE_ALLOW_ZTS");
@@ -64,6 +69,42 @@ fn main() -> Result<()> {
     if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("macos") {
         println!("cargo::rustc-cdylib-link-arg=-undefined");
         println!("cargo::rustc-cdylib-link-arg=dynamic_lookup");
+    }
+    Ok(())
+}
+
+/// See the module comment.
+fn check_scripts() -> Result<()> {
+    let dir = PathBuf::from("src/core/scripts");
+    println!("cargo::rerun-if-changed={}", dir.display());
+    println!("cargo::rerun-if-changed=src/core/scripts.rs");
+    let wired =
+        std::fs::read_to_string("src/core/scripts.rs").context("reading src/core/scripts.rs")?;
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !name.ends_with(".lua") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if name != "lib.lua" && !wired.contains(&format!("\"{name}\"")) {
+            bail!("src/core/scripts/{name} is not compiled in: add it to src/core/scripts.rs");
+        }
+        if !text.starts_with("--") {
+            bail!(
+                "src/core/scripts/{name} must start with a comment that declares its KEYS and ARGV"
+            );
+        }
+        for walk in ["'KEYS'", "'SCAN'", "\"KEYS\"", "\"SCAN\""] {
+            if text.contains(&format!("redis.call({walk}"))
+                || text.contains(&format!("redis.pcall({walk}"))
+            {
+                bail!("src/core/scripts/{name} calls {walk}: scripts must touch only the keys they declare");
+            }
+        }
     }
     Ok(())
 }

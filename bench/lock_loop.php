@@ -1,6 +1,7 @@
 <?php
 // Scenario 4: acquire + release in a loop in one process.
-// argv: lib (lease|phpredis|symfony), where (tcp|tls|cluster), n. The endpoints
+// argv: lib (lease|lease_new|phpredis|symfony|symfony_new), where (tcp|tls|cluster), n.
+// The _new variants make a new lock object for every lock, as applications write it. The endpoints
 // come from the environment: BENCH_REDIS (host:port), BENCH_TLS (host:port) with
 // BENCH_CA (the CA file), BENCH_SEEDS (host:port,host:port,... of a cluster).
 [$_, $lib, $where, $n] = $argv;
@@ -28,11 +29,20 @@ function phpredis(string $where, string $host, string $port, string $ca, array $
 
 switch ($lib) {
     case 'lease':
+    case 'lease_new':
         $dsn = match ($where) {
             'tcp' => "redis://$host:$port",
             'tls' => "rediss://$host:$port?cafile=" . rawurlencode($ca),
             'cluster' => 'redis-cluster://' . implode(',', $seeds),
         };
+        if ($lib === 'lease_new') {
+            $op = function () use ($key, $dsn) {
+                $lock = new DistributedLock($key, 30.0, $dsn);
+                $lock->acquire();
+                $lock->release();
+            };
+            break;
+        }
         $lock = new DistributedLock($key, 30.0, $dsn);
         $op = function () use ($lock) { $lock->acquire(); $lock->release(); };
         break;
@@ -47,9 +57,18 @@ switch ($lib) {
         };
         break;
     case 'symfony':
+    case 'symfony_new':
         require '/usr/share/php/Symfony/Component/Lock/autoload.php';
         $r = phpredis($where, $host, $port, $ca, $seeds);
         $factory = new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\RedisStore($r));
+        if ($lib === 'symfony_new') {
+            $op = function () use ($factory, $key) {
+                $lock = $factory->createLock($key, 30.0);
+                $lock->acquire();
+                $lock->release();
+            };
+            break;
+        }
         $lock = $factory->createLock($key, 30.0);
         $op = function () use ($lock) { $lock->acquire(); $lock->release(); };
         break;

@@ -2,7 +2,6 @@
 Bad input: methods in the wrong order (release/refresh without a hold, double release, nested synchronized, session write/destroy/updateTimestamp before read, close twice, ...) give false/null or a clear error, never a crash or an orphaned lock
 --INI--
 session.use_cookies=0
-session.use_only_cookies=0
 session.cache_limiter=
 session.save_handler=redis_lease
 --FILE--

@@ -208,7 +208,7 @@ rl_same('... on the same connection (the connects counter did not move)', $conne
  * warnings starting with "redis_lease:" are checked for the marker.)
  */
 ini_set('session.use_cookies', '0');
-ini_set('session.use_only_cookies', '0');
+// (session ids come from session_id(): no cookie settings needed)
 ini_set('session.cache_limiter', '');
 ini_set('session.save_handler', 'redis_lease');
 $warnings = [];

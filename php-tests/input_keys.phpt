@@ -133,6 +133,7 @@ foreach ($binaryKeys as $label => $key) {
     rl_ok("$label: accepted", true);
     rl_same("$label: getKey() returns the same bytes", bin2hex($key), bin2hex($l->getKey()));
     rl_same("$label: acquire", true, $l->acquire());
+    rl_ok("$label: a fencing token", is_int($l->getFencingToken()));
     $redisKey = 'lock:{' . $key . '}';
     rl_same("$label: Redis key is exactly lock:{<bytes>}", 1, $raw->cmd('EXISTS', $redisKey));
     rl_same("$label: its fencing counter is lock:{<bytes>}:fence", 1, $raw->cmd('EXISTS', $redisKey . ':fence'));
@@ -200,6 +201,7 @@ ok: one-byte keys: the reference lock still works on the same connection
 ok: all 256 byte values in one key: accepted
 ok: all 256 byte values in one key: getKey() returns the same bytes
 ok: all 256 byte values in one key: acquire
+ok: all 256 byte values in one key: a fencing token
 ok: all 256 byte values in one key: Redis key is exactly lock:{<bytes>}
 ok: all 256 byte values in one key: its fencing counter is lock:{<bytes>}:fence
 ok: all 256 byte values in one key: fencing token is an int
@@ -212,6 +214,7 @@ ok: all 256 byte values in one key: lock key gone
 ok: all 256 byte values, reversed: accepted
 ok: all 256 byte values, reversed: getKey() returns the same bytes
 ok: all 256 byte values, reversed: acquire
+ok: all 256 byte values, reversed: a fencing token
 ok: all 256 byte values, reversed: Redis key is exactly lock:{<bytes>}
 ok: all 256 byte values, reversed: its fencing counter is lock:{<bytes>}:fence
 ok: all 256 byte values, reversed: fencing token is an int
@@ -224,6 +227,7 @@ ok: all 256 byte values, reversed: lock key gone
 ok: a lone NUL: accepted
 ok: a lone NUL: getKey() returns the same bytes
 ok: a lone NUL: acquire
+ok: a lone NUL: a fencing token
 ok: a lone NUL: Redis key is exactly lock:{<bytes>}
 ok: a lone NUL: its fencing counter is lock:{<bytes>}:fence
 ok: a lone NUL: fencing token is an int
@@ -236,6 +240,7 @@ ok: a lone NUL: lock key gone
 ok: NULs inside: accepted
 ok: NULs inside: getKey() returns the same bytes
 ok: NULs inside: acquire
+ok: NULs inside: a fencing token
 ok: NULs inside: Redis key is exactly lock:{<bytes>}
 ok: NULs inside: its fencing counter is lock:{<bytes>}:fence
 ok: NULs inside: fencing token is an int
@@ -248,6 +253,7 @@ ok: NULs inside: lock key gone
 ok: trailing NUL: accepted
 ok: trailing NUL: getKey() returns the same bytes
 ok: trailing NUL: acquire
+ok: trailing NUL: a fencing token
 ok: trailing NUL: Redis key is exactly lock:{<bytes>}
 ok: trailing NUL: its fencing counter is lock:{<bytes>}:fence
 ok: trailing NUL: fencing token is an int
@@ -260,6 +266,7 @@ ok: trailing NUL: lock key gone
 ok: invalid UTF-8: lone continuation bytes: accepted
 ok: invalid UTF-8: lone continuation bytes: getKey() returns the same bytes
 ok: invalid UTF-8: lone continuation bytes: acquire
+ok: invalid UTF-8: lone continuation bytes: a fencing token
 ok: invalid UTF-8: lone continuation bytes: Redis key is exactly lock:{<bytes>}
 ok: invalid UTF-8: lone continuation bytes: its fencing counter is lock:{<bytes>}:fence
 ok: invalid UTF-8: lone continuation bytes: fencing token is an int
@@ -272,6 +279,7 @@ ok: invalid UTF-8: lone continuation bytes: lock key gone
 ok: invalid UTF-8: truncated sequence: accepted
 ok: invalid UTF-8: truncated sequence: getKey() returns the same bytes
 ok: invalid UTF-8: truncated sequence: acquire
+ok: invalid UTF-8: truncated sequence: a fencing token
 ok: invalid UTF-8: truncated sequence: Redis key is exactly lock:{<bytes>}
 ok: invalid UTF-8: truncated sequence: its fencing counter is lock:{<bytes>}:fence
 ok: invalid UTF-8: truncated sequence: fencing token is an int
@@ -284,6 +292,7 @@ ok: invalid UTF-8: truncated sequence: lock key gone
 ok: invalid UTF-8: overlong "/": accepted
 ok: invalid UTF-8: overlong "/": getKey() returns the same bytes
 ok: invalid UTF-8: overlong "/": acquire
+ok: invalid UTF-8: overlong "/": a fencing token
 ok: invalid UTF-8: overlong "/": Redis key is exactly lock:{<bytes>}
 ok: invalid UTF-8: overlong "/": its fencing counter is lock:{<bytes>}:fence
 ok: invalid UTF-8: overlong "/": fencing token is an int
@@ -296,6 +305,7 @@ ok: invalid UTF-8: overlong "/": lock key gone
 ok: invalid UTF-8: UTF-16 surrogate: accepted
 ok: invalid UTF-8: UTF-16 surrogate: getKey() returns the same bytes
 ok: invalid UTF-8: UTF-16 surrogate: acquire
+ok: invalid UTF-8: UTF-16 surrogate: a fencing token
 ok: invalid UTF-8: UTF-16 surrogate: Redis key is exactly lock:{<bytes>}
 ok: invalid UTF-8: UTF-16 surrogate: its fencing counter is lock:{<bytes>}:fence
 ok: invalid UTF-8: UTF-16 surrogate: fencing token is an int
@@ -308,6 +318,7 @@ ok: invalid UTF-8: UTF-16 surrogate: lock key gone
 ok: invalid UTF-8: 0xff 0xfe: accepted
 ok: invalid UTF-8: 0xff 0xfe: getKey() returns the same bytes
 ok: invalid UTF-8: 0xff 0xfe: acquire
+ok: invalid UTF-8: 0xff 0xfe: a fencing token
 ok: invalid UTF-8: 0xff 0xfe: Redis key is exactly lock:{<bytes>}
 ok: invalid UTF-8: 0xff 0xfe: its fencing counter is lock:{<bytes>}:fence
 ok: invalid UTF-8: 0xff 0xfe: fencing token is an int
@@ -320,6 +331,7 @@ ok: invalid UTF-8: 0xff 0xfe: lock key gone
 ok: RESP look-alike: accepted
 ok: RESP look-alike: getKey() returns the same bytes
 ok: RESP look-alike: acquire
+ok: RESP look-alike: a fencing token
 ok: RESP look-alike: Redis key is exactly lock:{<bytes>}
 ok: RESP look-alike: its fencing counter is lock:{<bytes>}:fence
 ok: RESP look-alike: fencing token is an int
@@ -332,6 +344,7 @@ ok: RESP look-alike: lock key gone
 ok: braces and NUL: accepted
 ok: braces and NUL: getKey() returns the same bytes
 ok: braces and NUL: acquire
+ok: braces and NUL: a fencing token
 ok: braces and NUL: Redis key is exactly lock:{<bytes>}
 ok: braces and NUL: its fencing counter is lock:{<bytes>}:fence
 ok: braces and NUL: fencing token is an int
@@ -344,6 +357,7 @@ ok: braces and NUL: lock key gone
 ok: 1024 random bytes: accepted
 ok: 1024 random bytes: getKey() returns the same bytes
 ok: 1024 random bytes: acquire
+ok: 1024 random bytes: a fencing token
 ok: 1024 random bytes: Redis key is exactly lock:{<bytes>}
 ok: 1024 random bytes: its fencing counter is lock:{<bytes>}:fence
 ok: 1024 random bytes: fencing token is an int

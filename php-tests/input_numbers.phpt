@@ -2,7 +2,6 @@
 Bad input: negative, NaN, INF, 1e300 and other out-of-range ttl / wait / timeout values are ValueErrors naming the argument or option; the object and its connection keep working
 --INI--
 session.use_cookies=0
-session.use_only_cookies=0
 session.cache_limiter=
 --FILE--
 <?php

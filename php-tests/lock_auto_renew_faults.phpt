@@ -46,6 +46,7 @@ function until(callable $probe, float $limit): array
 $k = rl_key('stalled');
 $l = new DistributedLock($k, TTL, $dsn, autoRenew: true);
 rl_same('acquired', true, $l->acquire());
+rl_ok('its fencing token (assigned now: later calls ask no one)', is_int($l->getFencingToken()));
 after_renewal($raw, $k);
 rl_ok('Redis paused', fault_pause($srv['pid']));
 [$took, $slowest] = until(fn() => $l->getFencingToken() === null, 3 * TTL);
@@ -62,6 +63,7 @@ $l = new DistributedLock(rl_key('stalled-sync'), TTL, $dsn, autoRenew: true);
 rl_throws('synchronized() throws LockLostException when Redis stalls past the lease', RedisLease\LockLostException::class,
     function () use ($l, $raw, $srv) {
         $l->synchronized(function () use ($l, $raw, $srv) {
+            $l->getFencingToken();
             after_renewal($raw, '');
             fault_pause($srv['pid']);
             until(fn() => $l->getFencingToken() === null, 3 * TTL);
@@ -182,6 +184,7 @@ echo "done\n";
 ?>
 --EXPECTF--
 ok: acquired
+ok: its fencing token (assigned now: later calls ask no one)
 ok: Redis paused
 ok: the hold is reported lost no later than its expiry (one ttl after the last renewal)
 ok: and not long before it

@@ -14,8 +14,8 @@ $rka = rl_lock_key($ka);
 
 $a = new DistributedLock($ka, 30.0, $dsn);
 rl_same('parent acquires before fork', true, $a->acquire());
-$valA = $raw->cmd('GET', $rka);
 $tokA = $a->getFencingToken();
+$valA = $raw->cmd('GET', $rka);
 $result = rl_tempfile('.txt');
 
 $pid = pcntl_fork();

@@ -11,8 +11,8 @@ $rk = rl_lock_key($k);
 
 $l = new DistributedLock($k, 2.0, $dsn);
 rl_same('acquire (ttl 2)', true, $l->acquire());
-$val = $raw->cmd('GET', $rk);
 $tok = $l->getFencingToken();
+$val = $raw->cmd('GET', $rk);
 
 // Let some of the lease run out, then extend it.
 rl_ok('PTTL drops below 1700 ms', rl_wait_until(fn() => $raw->cmd('PTTL', $rk) < 1700, 5.0));

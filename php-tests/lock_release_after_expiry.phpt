@@ -20,8 +20,8 @@ $expired = rl_wait_until(fn() => $raw->cmd('EXISTS', $rk) === 0, 5.0);
 rl_ok('lock key expired on its own within 5 s', $expired);
 
 rl_same('B acquires after expiry', true, $b->acquire());
-$valB = $raw->cmd('GET', $rk);
 $tokB = $b->getFencingToken();
+$valB = $raw->cmd('GET', $rk);
 rl_ok('B token > A token', is_int($tokB) && $tokB > $tokA, rl_fmt($tokA) . ' then ' . rl_fmt($tokB));
 
 // Old holder A: every operation must see that the lock is no longer its own

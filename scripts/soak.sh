@@ -75,7 +75,6 @@ $pool = FpmPool::start([
         'session.save_handler' => 'redis_lease',
         'session.save_path' => $redis['dsn'],
         'session.use_cookies' => '0',
-        'session.use_only_cookies' => '0',
         'session.cache_limiter' => '',
         'session.gc_probability' => '0',
         'redis_lease.dsn' => $redis['dsn'],

@@ -32,6 +32,7 @@ fi
 
 step "phpize/configure/make install route" bash scripts/test-phpize.sh
 step "pecl package builds and loads" bash scripts/pecl-package.sh --check
+step "PIE binary archive (PIE's asset name) unpacks and loads" bash scripts/package-binary.sh --check
 
 # The core: cargo prints one "test result:" line per test binary.
 cargo_log=$(mktemp)

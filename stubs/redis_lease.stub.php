@@ -142,6 +142,12 @@ namespace {
          * when Redis restarts without persistence, fails over to a replica that missed the last
          * grants, or drops the counter (it expires an hour after the key's last grant), as long
          * as the servers' clocks do not step back by more than that.
+         *
+         * An uncontended acquire leaves the token unassigned (most holders never ask): the first
+         * call of a hold assigns it in one round trip, checked against our lease (null if it was
+         * lost); later calls answer locally. A lock handed over by a release comes with its token.
+         *
+         * @throws \RedisLease\ConnectionException when the token must be assigned and Redis fails
          */
         public function getFencingToken(): ?int {}
 

@@ -42,7 +42,8 @@ fn locks_and_sessions_on_a_cluster() {
     let dsn = set.dsn("?timeout=1&read_timeout=1");
     for name in names_on_every_master(&set, 3) {
         let l = lease(&dsn, &name);
-        let h = l.acquire(SEC * 10, Duration::ZERO).unwrap().expect("free");
+        let mut h = l.acquire(SEC * 10, Duration::ZERO).unwrap().expect("free");
+        l.fence(&mut h).unwrap();
         let key = format!("lock:{{{name}}}");
         assert!(
             exists(&mut set.owner_of(&key).conn(), &key),
@@ -103,7 +104,8 @@ fn contending_threads_on_three_masters_never_overlap() {
             for round in 0..60 {
                 let i = (t + round) % 3;
                 let l = lease(&dsn, &names[i]);
-                let h = l.acquire(SEC * 5, SEC * 20).unwrap().expect("in time");
+                let mut h = l.acquire(SEC * 5, SEC * 20).unwrap().expect("in time");
+                l.fence(&mut h).unwrap();
                 let v = counters[i].load(std::sync::atomic::Ordering::SeqCst);
                 std::thread::sleep(Duration::from_micros(200));
                 counters[i].store(v + 1, std::sync::atomic::Ordering::SeqCst);
@@ -138,7 +140,8 @@ fn a_slot_migrates_under_a_held_lock_and_a_waiter() {
     let set = ClusterSet::start(3, 0);
     let dsn = set.dsn("?timeout=1&read_timeout=1");
     let l = lease(&dsn, "migrating");
-    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let mut h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    l.fence(&mut h).unwrap();
     let key = "lock:{migrating}";
     let slot: i64 = redis::cmd("CLUSTER")
         .arg("KEYSLOT")
@@ -186,10 +189,12 @@ fn a_script_caught_mid_migration_waits_for_it_to_finish() {
     // The read timeout is how long a command may keep being sent back.
     let dsn = set.dsn("?timeout=1&read_timeout=5");
     let holder = lease(&dsn, "split");
-    let h = holder
+    let mut h = holder
         .acquire(SEC * 30, Duration::ZERO)
         .unwrap()
         .expect("free");
+    // Its fencing token: the counter is a second key in the slot.
+    holder.fence(&mut h).unwrap();
     let key = "lock:{split}";
     let slot: i64 = redis::cmd("CLUSTER")
         .arg("KEYSLOT")
@@ -236,7 +241,8 @@ fn a_master_fails_over_and_locks_go_on_with_rising_fences() {
     let mut set = ClusterSet::start(3, 1);
     let dsn = set.dsn("?timeout=0.5&read_timeout=0.5");
     let l = lease(&dsn, "failover");
-    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let mut h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    l.fence(&mut h).unwrap();
     assert!(l.release(&h, false).unwrap());
     let key = "lock:{failover}";
     let port = set.owner_of(key).port;
@@ -248,7 +254,8 @@ fn a_master_fails_over_and_locks_go_on_with_rising_fences() {
         next = l.acquire(SEC * 30, Duration::ZERO).ok().flatten();
         next.is_some()
     });
-    let next = next.unwrap();
+    let mut next = next.unwrap();
+    l.fence(&mut next).unwrap();
     assert!(next.fence > h.fence, "fences rise across the failover");
     assert_ne!(set.owner_of(key).port, port, "a replica took over");
     assert!(l.release(&next, false).unwrap());

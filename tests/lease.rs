@@ -26,11 +26,16 @@ fn acquire_sets_token_and_fence_then_release_frees() {
         .unwrap()
         .expect("free lock");
     let mut raw = server.conn();
-    let value: String = redis::cmd("GET")
-        .arg("lock:{basic}")
-        .query(&mut raw)
-        .unwrap();
-    assert_eq!(value, format!("{}:{}", hold.token.as_str(), hold.fence));
+    let value = |raw: &mut redis::Connection| -> String {
+        redis::cmd("GET").arg("lock:{basic}").query(raw).unwrap()
+    };
+    // Uncontended: the fencing token is assigned on the holder's first request.
+    assert_eq!(hold.fence, 0);
+    assert_eq!(value(&mut raw), format!("{}:", hold.token.as_str()));
+    let mut hold = hold;
+    let fence = l.fence(&mut hold).unwrap().expect("ours");
+    assert_eq!(value(&mut raw), format!("{}:{fence}", hold.token.as_str()));
+    assert_eq!(l.fence(&mut hold).unwrap(), Some(fence), "assigned once");
     assert_eq!(hold.token.as_str().len(), 32);
     let pttl: i64 = redis::cmd("PTTL")
         .arg("lock:{basic}")
@@ -49,8 +54,8 @@ fn acquire_sets_token_and_fence_then_release_frees() {
         "a second release must report the lease gone"
     );
 
-    let next = other.acquire(SEC, Duration::ZERO).unwrap().unwrap();
-    assert!(next.fence > hold.fence);
+    let mut next = other.acquire(SEC, Duration::ZERO).unwrap().unwrap();
+    assert!(other.fence(&mut next).unwrap().unwrap() > hold.fence);
     assert_ne!(next.token, hold.token);
 }
 
@@ -60,7 +65,8 @@ fn fencing_tokens_rise_even_when_the_counter_is_lost() {
     let l = lease(&server, "fence");
     let mut last = 0;
     for _ in 0..50 {
-        let h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
+        let mut h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
+        l.fence(&mut h).unwrap();
         assert!(h.fence > last, "{} after {last}", h.fence);
         last = h.fence;
         assert!(l.release(&h, false).unwrap());
@@ -68,7 +74,8 @@ fn fencing_tokens_rise_even_when_the_counter_is_lost() {
     // A Redis restart without persistence loses the counter; tokens still rise.
     let mut raw = server.conn();
     let _: () = redis::cmd("FLUSHALL").query(&mut raw).unwrap();
-    let h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
+    let mut h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
+    l.fence(&mut h).unwrap();
     assert!(
         h.fence > last,
         "{} after losing the counter, last was {last}",
@@ -89,10 +96,11 @@ fn an_expired_holder_cannot_touch_the_new_holders_lock() {
     await_until(SEC * 5, "the lease to expire", || {
         !exists(&mut raw, "lock:{expiry}")
     });
-    let hb = b
+    let mut hb = b
         .acquire(SEC * 10, Duration::ZERO)
         .unwrap()
         .expect("free after expiry");
+    b.fence(&mut hb).unwrap();
     assert!(!a.release(&ha, false).unwrap());
     assert!(!a.refresh(&mut ha, SEC * 10).unwrap());
     assert!(a.inspect(&ha.token).unwrap().is_none());
@@ -197,10 +205,11 @@ fn threads_contending_never_overlap() {
         threads.push(std::thread::spawn(move || {
             let mut fences = Vec::new();
             for _ in 0..50 {
-                let h = l
+                let mut h = l
                     .acquire(SEC * 5, SEC * 20)
                     .unwrap()
                     .expect("acquired within 20 s");
+                l.fence(&mut h).unwrap();
                 // A non-atomic read-modify-write: lost updates would show overlap.
                 let v = counter.load(std::sync::atomic::Ordering::SeqCst);
                 std::thread::sleep(Duration::from_micros(100));
@@ -588,4 +597,55 @@ fn waiters_get_the_lock_in_arrival_order_and_a_releaser_cannot_barge() {
     }
     let expected: Vec<i64> = (0..3).flat_map(|_| 0..6).collect();
     assert_eq!(*order.lock().unwrap(), expected);
+}
+
+#[test]
+fn fences_assigned_on_request_or_at_handoff_rise_in_the_order_of_holds() {
+    let server = RedisServer::start();
+    let a = lease(&server, "lazy");
+    let mut ha = a.acquire(SEC * 10, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(ha.fence, 0, "uncontended: not assigned yet");
+    let fa = a.fence(&mut ha).unwrap().unwrap();
+    // B waits: the release hands it the lock with a fence assigned at once.
+    let waiter = {
+        let b = lease(&server, "lazy");
+        std::thread::spawn(move || b.acquire(SEC * 10, SEC * 10).unwrap().unwrap())
+    };
+    let mut raw = server.conn();
+    await_until(SEC * 5, "B to queue", || {
+        exists(&mut raw, "lock:{lazy}:waiters")
+    });
+    assert!(a.release(&ha, false).unwrap());
+    let hb = waiter.join().unwrap();
+    assert!(hb.fence > fa, "handed: {} after {fa}", hb.fence);
+    assert!(a.release(&hb, false).unwrap());
+    // C never asks; D asks after C: still above every fence before.
+    let hc = a.acquire(SEC * 10, Duration::ZERO).unwrap().unwrap();
+    assert!(a.release(&hc, false).unwrap());
+    let mut hd = a.acquire(SEC * 10, Duration::ZERO).unwrap().unwrap();
+    assert!(a.fence(&mut hd).unwrap().unwrap() > hb.fence);
+    assert!(a.release(&hd, false).unwrap());
+}
+
+#[test]
+fn a_lost_lease_gets_no_fence() {
+    let server = RedisServer::start();
+    let a = lease(&server, "lostfence");
+    let mut ha = a
+        .acquire(Duration::from_millis(30), Duration::ZERO)
+        .unwrap()
+        .unwrap();
+    let mut raw = server.conn();
+    await_until(SEC * 5, "the lease to expire", || {
+        !exists(&mut raw, "lock:{lostfence}")
+    });
+    let mut hb = a.acquire(SEC * 10, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(
+        a.fence(&mut ha).unwrap(),
+        None,
+        "a late holder cannot get a token"
+    );
+    let fb = a.fence(&mut hb).unwrap().unwrap();
+    assert!(fb > 0);
+    assert!(a.release(&hb, false).unwrap());
 }

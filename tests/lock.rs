@@ -93,6 +93,7 @@ fn a_release_that_timed_out_is_completed_before_anything_else() {
         Duration::from_secs(30),
     );
     assert!(lock.acquire(Duration::ZERO).unwrap());
+    lock.fence().unwrap();
     let first = lock.hold().unwrap().clone();
     server.signal("STOP");
     assert!(matches!(lock.release(), Err(Error::Unresolved { .. })));
@@ -100,6 +101,7 @@ fn a_release_that_timed_out_is_completed_before_anything_else() {
     // Whenever the late release runs, the next acquire must not count on the old
     // token: it completes that release and takes a fresh lease.
     assert!(lock.acquire(Duration::ZERO).unwrap());
+    lock.fence().unwrap();
     let now = lock.hold().unwrap().clone();
     assert_ne!(now.token, first.token);
     assert!(now.fence > first.fence);

@@ -37,7 +37,8 @@ fn locks_follow_the_master_through_a_failover_with_rising_fences() {
     let set = SentinelSet::start("svc");
     let dsn = set.dsn("svc", "?timeout=0.5&read_timeout=1");
     let l = lease(&dsn, "failover");
-    let first = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let mut first = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    l.fence(&mut first).unwrap();
     assert!(
         exists(&mut set.master.conn(), "lock:{failover}"),
         "taken on the master"
@@ -53,10 +54,11 @@ fn locks_follow_the_master_through_a_failover_with_rising_fences() {
     // The pooled link still goes to the old master, which now refuses writes
     // (READONLY): the next call asks the sentinels and goes on.
     let start = Instant::now();
-    let second = l
+    let mut second = l
         .acquire(SEC * 30, SEC * 5)
         .unwrap()
         .expect("free on the new master");
+    l.fence(&mut second).unwrap();
     assert!(start.elapsed() < SEC * 3, "took {:?}", start.elapsed());
     assert!(
         exists(&mut set.replica.conn(), "lock:{failover}"),
@@ -84,7 +86,8 @@ fn a_killed_master_is_replaced_and_wait_replicas_guards_the_writes() {
     );
     let l = lease(&dsn, "durable");
     // WAIT: the replica acknowledged the lock before acquire() returned.
-    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let mut h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    l.fence(&mut h).unwrap();
     assert!(
         exists(&mut set.replica.conn(), "lock:{durable}"),
         "on the replica already"

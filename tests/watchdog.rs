@@ -23,7 +23,7 @@ fn a_renewed_lease_outlives_its_ttl_while_the_holder_does_nothing() {
     let ttl = MS * 300;
     let mut holder = Lock::new(lease(&server, "", "renewed"), ttl).with_auto_renew(true);
     assert!(holder.acquire(Duration::ZERO).unwrap());
-    let fence = holder.hold().unwrap().fence;
+    let fence = holder.fence().unwrap().expect("held");
     let other = lease(&server, "", "renewed");
     // Five ttls of doing nothing (the point of the test, not a synchronization).
     let until = Instant::now() + ttl * 5;
@@ -36,8 +36,8 @@ fn a_renewed_lease_outlives_its_ttl_while_the_holder_does_nothing() {
     }
     assert!(pttl(&server, "lock:{renewed}") > 0);
     assert_eq!(
-        holder.hold().unwrap().fence,
-        fence,
+        holder.fence().unwrap(),
+        Some(fence),
         "renewal keeps the fence"
     );
     assert!(holder.release().unwrap());

@@ -204,6 +204,35 @@ impl fmt::Display for Endpoint {
 }
 
 impl Endpoint {
+    /// [`Endpoint::parse`], remembering the last few results in this thread:
+    /// applications make a new lock object for every lock, with the same DSN.
+    pub fn parse_shared(dsn: &str, defaults: Timeouts) -> Result<std::sync::Arc<Endpoint>> {
+        use std::cell::RefCell;
+        use std::sync::Arc;
+        type Seen = Vec<(String, Timeouts, Arc<Endpoint>)>;
+        thread_local! {
+            static SEEN: RefCell<Seen> = const { RefCell::new(Vec::new()) };
+        }
+        let hit = SEEN.with(|seen| {
+            seen.borrow()
+                .iter()
+                .find(|(d, t, _)| d == dsn && *t == defaults)
+                .map(|(_, _, ep)| ep.clone())
+        });
+        if let Some(ep) = hit {
+            return Ok(ep);
+        }
+        let ep = Arc::new(Endpoint::parse(dsn, defaults)?);
+        SEEN.with(|seen| {
+            let mut seen = seen.borrow_mut();
+            if seen.len() == 8 {
+                seen.remove(0);
+            }
+            seen.push((dsn.to_string(), defaults, ep.clone()));
+        });
+        Ok(ep)
+    }
+
     /// Parses `dsn`, taking timeouts it does not set from `defaults`.
     pub fn parse(dsn: &str, defaults: Timeouts) -> Result<Endpoint> {
         Parser { dsn: dsn.trim() }.parse(defaults)

@@ -171,6 +171,8 @@ pub(crate) fn void_ttl(ttl: Duration) -> Duration {
 #[derive(Clone, Debug)]
 pub struct Hold {
     pub token: Token,
+    /// The fencing token; 0 until assigned (an uncontended acquire leaves it to
+    /// `Lease::fence`, on the holder's first request).
     pub fence: i64,
     pub ttl: Duration,
     /// No later than the moment Redis set (or last extended) the lease: the lease
@@ -831,6 +833,30 @@ impl Lease {
         Ok(ok)
     }
 
+    /// The fencing token of `hold`, assigned now if it has none yet (fence.lua);
+    /// `None` when the lease is no longer ours.
+    pub fn fence(&self, hold: &mut Hold) -> Result<Option<i64>> {
+        if hold.fence != 0 {
+            return Ok(Some(hold.fence));
+        }
+        // Idempotent: a second run returns the fence the first one assigned.
+        let v: Option<String> = self.call_idempotent(|c| {
+            scripts::FENCE
+                .key(&self.keys.lock)
+                .key(&self.keys.fence)
+                .arg(hold.token.as_str())
+                .invoke(&mut c.inner)
+        })?;
+        let Some(v) = v else {
+            metrics::incr(Counter::LockLost);
+            return Ok(None);
+        };
+        hold.fence = v
+            .parse()
+            .map_err(|_| self.unexpected(&"fence is not a number"))?;
+        Ok(Some(hold.fence))
+    }
+
     /// What `token` holds per Redis, if anything.
     pub fn inspect(&self, token: &Token) -> Result<Option<Owned>> {
         let v: Value = self.call_idempotent(|c| {
@@ -871,10 +897,7 @@ impl Lease {
         let mut items = items.into_iter();
         let mut next = || items.next().unwrap_or(Value::Nil);
         let pttl = i64::from_redis_value(next()).map_err(|e| self.unexpected(&e))?;
-        let fence = String::from_redis_value(next())
-            .ok()
-            .and_then(|f| f.parse().ok())
-            .ok_or_else(|| self.unexpected(&"bad fence"))?;
+        let fence = parse_fence(next()).ok_or_else(|| self.unexpected(&"bad fence"))?;
         let data = Option::<Vec<u8>>::from_redis_value(next()).map_err(|e| self.unexpected(&e))?;
         Ok(Some(Owned {
             left: pttl_duration(pttl),
@@ -934,10 +957,8 @@ impl Claim for LockClaim {
     }
 
     fn won(&self, lease: &Lease, token: &Token, detail: Value, since: Instant) -> Result<Hold> {
-        let fence = String::from_redis_value(detail)
-            .ok()
-            .and_then(|f| f.parse().ok())
-            .ok_or_else(|| lease.unexpected(&"fence is not a number"))?;
+        let fence =
+            parse_fence(detail).ok_or_else(|| lease.unexpected(&"fence is not a number"))?;
         Ok(Hold::new(token.clone(), fence, self.ttl, since))
     }
 
@@ -954,6 +975,14 @@ impl Claim for LockClaim {
         since: Instant,
     ) -> Result<Hold> {
         Ok(Hold::new(token, fence, self.ttl, since))
+    }
+}
+
+/// A fence as the scripts give it: digits, or empty while unassigned (0).
+fn parse_fence(v: Value) -> Option<i64> {
+    match String::from_redis_value(v).ok()?.as_str() {
+        "" => Some(0),
+        digits => digits.parse().ok(),
     }
 }
 

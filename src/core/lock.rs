@@ -37,7 +37,7 @@ impl Lock {
     pub fn new(lease: Lease, ttl: Duration) -> Lock {
         Lock {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            pid: std::process::id(),
+            pid: crate::core::pid::current(),
             lease: Arc::new(lease),
             ttl,
             hold: None,
@@ -185,6 +185,21 @@ impl Lock {
         Ok(ok)
     }
 
+    /// The fencing token of our hold (assigned on the first request, one round
+    /// trip); `None` when we do not hold the lock, or Redis says it was lost.
+    pub fn fence(&mut self) -> Result<Option<i64>> {
+        self.settle(true)?;
+        let Some(mut hold) = self.hold.clone() else {
+            return Ok(None);
+        };
+        if hold.fence != 0 {
+            return Ok(Some(hold.fence));
+        }
+        let fence = self.lease.fence(&mut hold)?;
+        self.set_hold(fence.is_some().then_some(hold));
+        Ok(fence)
+    }
+
     /// What Redis says about our hold; `None` when we do not hold the lock.
     pub fn inspect(&mut self) -> Result<Option<Owned>> {
         self.settle(true)?;
@@ -202,7 +217,7 @@ impl Lock {
     /// `Lease::release_or_defer` for `teardown`). For destructors; later calls do
     /// nothing.
     pub fn close(&mut self, teardown: bool) {
-        if self.pid != std::process::id() {
+        if self.pid != crate::core::pid::current() {
             return;
         }
         let still_ours = request::untrack(self.id);

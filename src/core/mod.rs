@@ -6,6 +6,7 @@ pub mod lease;
 pub mod lock;
 pub mod metrics;
 pub mod pending;
+pub mod pid;
 pub mod pool;
 pub mod request;
 pub mod scripts;

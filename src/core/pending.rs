@@ -35,7 +35,7 @@ static ANY: AtomicBool = AtomicBool::new(false);
 
 fn with_entries<T>(f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
     let mut guard = PENDING.lock();
-    let pid = std::process::id();
+    let pid = crate::core::pid::current();
     if guard.as_ref().is_none_or(|(p, _)| *p != pid) {
         *guard = Some((pid, Vec::new()));
     }

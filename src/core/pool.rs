@@ -43,7 +43,7 @@ static POOL: Mutex<Option<Pool>> = Mutex::new(None);
 /// Runs `f` on this process's pool (a fresh one after fork).
 fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> T {
     let mut guard = POOL.lock();
-    let pid = std::process::id();
+    let pid = crate::core::pid::current();
     if guard.as_ref().is_none_or(|p| p.pid != pid) {
         // First use, or first use after fork(): the inherited sockets belong to the
         // parent. Dropping them only closes this process's copies of the
@@ -104,7 +104,7 @@ impl Conn {
     pub fn recycle(self) {
         let mut guard = POOL.lock();
         if let Some(pool) = guard.as_mut() {
-            if pool.pid == std::process::id() {
+            if pool.pid == crate::core::pid::current() {
                 if !pool.failed.is_empty() {
                     pool.failed.retain(|(id, _)| *id != self.id);
                 }

@@ -25,7 +25,7 @@ thread_local! {
 fn with_held<T>(f: impl FnOnce(&mut Vec<(u64, Arc<Lease>, Hold)>) -> T) -> T {
     HELD.with(|held| {
         let mut held = held.borrow_mut();
-        let pid = std::process::id();
+        let pid = crate::core::pid::current();
         if held.pid != pid {
             held.pid = pid;
             held.leases.clear();

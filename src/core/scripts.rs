@@ -30,6 +30,7 @@ pub const REFRESH_SOURCE: &str = concat!(
     include_str!("scripts/refresh.lua")
 );
 script!(INSPECT, "inspect.lua");
+script!(FENCE, "fence.lua");
 script!(RESOLVE, "resolve.lua");
 script!(SESSION_OPEN, "session_open.lua");
 script!(SESSION_SAVE, "session_save.lua");

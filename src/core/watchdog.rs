@@ -245,7 +245,14 @@ struct Lane {
 struct Queue {
     leases: Vec<Weak<Renewal>>,
     stop: bool,
+    /// When the sleeping thread wakes up by itself; `None` while it works.
+    wake_at: Option<Instant>,
 }
+
+/// The longest the thread sleeps with nothing due: it then finds leases
+/// registered meanwhile by itself, so that registering one (every locked session
+/// request does) rarely has to wake it.
+const IDLE: Duration = Duration::from_millis(500);
 
 /// This process's watchdog; one made in a parent before fork() is never used by
 /// the child.
@@ -253,7 +260,7 @@ static CURRENT: AtomicPtr<Watchdog> = AtomicPtr::new(std::ptr::null_mut());
 
 impl Watchdog {
     fn current(create: bool) -> Option<&'static Watchdog> {
-        let pid = std::process::id();
+        let pid = crate::core::pid::current();
         let seen = CURRENT.load(Ordering::Acquire);
         // SAFETY: CURRENT only ever points to a leaked (never freed) Watchdog.
         if let Some(w) = unsafe { seen.as_ref() } {
@@ -291,6 +298,7 @@ impl Watchdog {
             queue: Mutex::new(Queue {
                 leases: Vec::new(),
                 stop: false,
+                wake_at: None,
             }),
             wake: Condvar::new(),
             thread: Mutex::new(None),
@@ -302,12 +310,16 @@ impl Watchdog {
 
 impl Lane {
     fn watch(&'static self, renewal: Weak<Renewal>) {
-        {
+        let due = renewal.upgrade().map(|r| r.due());
+        let wake = {
             let mut q = self.queue.lock();
             q.leases
                 .retain(|r| r.upgrade().is_some_and(|r| r.renewing()));
             q.leases.push(renewal);
-        }
+            // Sleeping past this lease's first renewal: wake it (else it finds
+            // the lease when it wakes, or before it sleeps again).
+            matches!((q.wake_at, due), (Some(at), Some(due)) if due < at)
+        };
         let mut thread = self.thread.lock();
         if thread.is_none() {
             *thread = std::thread::Builder::new()
@@ -319,7 +331,9 @@ impl Lane {
             // and its holder learns it on release, as without renewal.
         }
         drop(thread);
-        self.wake.notify_all();
+        if wake {
+            self.wake.notify_all();
+        }
     }
 
     fn run(&'static self) {
@@ -334,6 +348,7 @@ impl Lane {
     fn next_due(&self) -> Option<Vec<Arc<Renewal>>> {
         let mut q = self.queue.lock();
         loop {
+            q.wake_at = None;
             if q.stop {
                 return None;
             }
@@ -341,20 +356,18 @@ impl Lane {
                 .retain(|r| r.upgrade().is_some_and(|r| r.renewing()));
             let live: Vec<Arc<Renewal>> = q.leases.iter().filter_map(Weak::upgrade).collect();
             let now = Instant::now();
-            match live.iter().map(|r| r.due()).min() {
-                Some(first) if first <= now => {
-                    return Some(
-                        live.into_iter()
-                            .filter(|r| r.due() <= now + COALESCE)
-                            .collect(),
-                    );
-                }
-                Some(first) => {
-                    drop(live);
-                    self.wake.wait_until(&mut q, first);
-                }
-                None => self.wake.wait(&mut q),
+            let first = live.iter().map(|r| r.due()).min();
+            if first.is_some_and(|f| f <= now) {
+                return Some(
+                    live.into_iter()
+                        .filter(|r| r.due() <= now + COALESCE)
+                        .collect(),
+                );
             }
+            drop(live);
+            let at = first.map_or(now + IDLE, |f| f.min(now + IDLE));
+            q.wake_at = Some(at);
+            self.wake.wait_until(&mut q, at);
         }
     }
 }

@@ -111,7 +111,7 @@ impl DistributedLock {
             Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
             None => ini::get(ini::DSN),
         };
-        let endpoint = Endpoint::parse(&dsn, ini::timeouts()?)?;
+        let endpoint = Endpoint::parse_shared(&dsn, ini::timeouts()?)?;
         let prefix = ini::get(ini::LOCK_PREFIX);
         check_lock_prefix(prefix.as_bytes())?;
         let keys = LeaseKeys::for_lock(prefix.as_bytes(), &key);
@@ -119,7 +119,7 @@ impl DistributedLock {
             key,
             ttl,
             lock: RefCell::new(
-                Lock::new(Lease::new(endpoint.into(), keys), ttl).with_auto_renew(autoRenew),
+                Lock::new(Lease::new(endpoint, keys), ttl).with_auto_renew(autoRenew),
             ),
         })
     }
@@ -161,8 +161,8 @@ impl DistributedLock {
     }
 
     /// The fencing token of our current hold; null when not held.
-    pub fn get_fencing_token(&self) -> Option<i64> {
-        self.lock.borrow().hold().map(|h| h.fence)
+    pub fn get_fencing_token(&self) -> PhpResult<Option<i64>> {
+        Ok(self.lock.borrow_mut().fence()?)
     }
 
     /// The key as given to the constructor.

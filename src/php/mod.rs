@@ -21,7 +21,7 @@ pub fn startup(_ty: i32, module_number: i32) -> i32 {
     let ok = std::panic::catch_unwind(|| {
         ext_php_rs::zend::IniEntryDef::register(ini::ENTRIES.as_slice(), module_number);
         if !session::register_save_handler() {
-            session::warn("could not register the 'redis_lease' session save handler (is ext/session loaded?)");
+            session::warn("could not register the 'redis_lease' session save handler (is ext/session loaded? on a PHP newer than 8.5, only the RedisLockingSessionHandler class is offered)");
         }
         // Before php-fpm forks its workers: they all count into one shared set.
         core_metrics::share_with_children();
@@ -65,7 +65,7 @@ pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
 pub fn in_teardown() -> bool {
     const EG_FLAGS_IN_SHUTDOWN: u32 = 1 << 0;
     let flags = ext_php_rs::zend::ExecutorGlobals::get().flags;
-    #[allow(clippy::unnecessary_cast)] // zend_uchar in PHP 8.2, uint32_t later
+    #[allow(clippy::unnecessary_cast)] // zend_uchar in PHP 8.2, uint8_t in 8.3-8.5: one byte
     let flags = flags as u32;
     flags & EG_FLAGS_IN_SHUTDOWN != 0
 }

@@ -142,7 +142,7 @@ impl Handler {
         Handler {
             store,
             session: None,
-            pid: std::process::id(),
+            pid: crate::core::pid::current(),
             dsn,
         }
     }
@@ -150,10 +150,10 @@ impl Handler {
     /// In a forked child, forgets the session the parent has open: writing,
     /// unlocking or destroying it here would take it from under the parent.
     fn leave_parents_session(&mut self) -> bool {
-        if self.pid == std::process::id() {
+        if self.pid == crate::core::pid::current() {
             return false;
         }
-        self.pid = std::process::id();
+        self.pid = crate::core::pid::current();
         self.session = None;
         true
     }
@@ -549,8 +549,18 @@ static PS_MODULE: PsModule = PsModule {
     s_update_timestamp: ps_update_timestamp,
 };
 
+/// The newest PHP whose `ps_module` this file's `PsModule` matches (PHP 8.5's
+/// ZEND_MODULE_API_NO). The struct is the same in 8.2 to 8.5; PHP's master
+/// branch changes `s_open`'s arguments to `zend_string*`, so a newer PHP gets no
+/// native handler (the `RedisLockingSessionHandler` class still works) until the
+/// struct is checked against it.
+const NEWEST_PS_MODULE_API: u32 = 20250925;
+
 /// Registers the native save handler with ext/session; called from MINIT.
 pub fn register_save_handler() -> bool {
+    if ext_php_rs::ffi::ZEND_MODULE_API_NO > NEWEST_PS_MODULE_API {
+        return false;
+    }
     type Register = unsafe extern "C" fn(*const PsModule) -> c_int;
     match php_global::<c_void>(c"php_session_register_module") {
         Some(f) => {

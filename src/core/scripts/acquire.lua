@@ -3,11 +3,18 @@
 -- KEYS[5] void marker of this token
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] how long the caller will still wait,
 -- in ms (0: it will not, and leaves the queue)
--- Returns {1, fence} when it took the lock, {2, fence} when the lock was handed to
--- us while we waited, {0, pttl} when another holds it (pttl -1: it has no expiry), and
+-- Returns {1, fence} when it took the lock (fence '' when left unassigned, see
+-- below), {2, fence} when the lock was handed to us while we waited, {0, pttl} when another holds it (pttl -1: it has no expiry), and
 -- {0, -2} when this token was voided (its sender gave up on this attempt).
 local lock, waiters, terms, token = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
 local ttl, wait = tonumber(ARGV[2]), tonumber(ARGV[3])
+-- The common case first: nobody queues, this token was not voided, the lock is
+-- free. Its fencing token is left unassigned (fence.lua assigns it when the holder
+-- asks): most holders never ask, and it saves the counter's write.
+if redis.call('EXISTS', KEYS[5], waiters) == 0
+    and redis.call('SET', lock, token .. ':', 'NX', 'PX', ttl) then
+  return {1, ''}
+end
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return {0, -2}
 end

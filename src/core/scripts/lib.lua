@@ -1,7 +1,8 @@
 -- Shared by the lease scripts: scripts.rs puts this in front of each one when it
 -- is loaded (EVALSHA scripts cannot call each other).
 --
--- A lock's value is '<token>:<fence>'. Requests that wait for it queue beside it:
+-- A lock's value is '<token>:<fence>'; the fence is empty until assigned (an
+-- uncontended acquire leaves it to fence.lua, run when its holder asks for it). Requests that wait for it queue beside it:
 -- <lock>:waiters, a sorted set of their tokens in arrival order, and <lock>:terms,
 -- a hash of each waiter's '<ttl> <deadline> <heard until>' (ms). A waiter sleeps in
 -- BLPOP on its own list, <lock>:wake:<token>. A release never leaves a lock free
@@ -103,7 +104,12 @@ end
 -- Hands the free lock to the first waiter (see first_waiter): the lock
 -- becomes that waiter's (with a fresh fence when fence_key is given, for its
 -- ttl), and '<fence>:<payload()>' goes onto its wake-up list. True when handed.
+-- `now` (ms) may be nil: the clock is read only when someone queues.
 local function hand_off(lock, waiters, terms, fence_key, payload, now)
+  if redis.call('EXISTS', waiters) == 0 then
+    return false
+  end
+  now = now or now_ms()
   local token, ttl, deadline = first_waiter(waiters, terms, now)
   if not token then
     return false

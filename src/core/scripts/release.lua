@@ -7,7 +7,7 @@
 if not owns(redis.call('GET', KEYS[1]), ARGV[1]) then
   return done_before(KEYS[5])
 end
-if not hand_off(KEYS[1], KEYS[3], KEYS[4], KEYS[2], no_payload, now_ms()) then
+if not hand_off(KEYS[1], KEYS[3], KEYS[4], KEYS[2], no_payload, nil) then
   redis.call('DEL', KEYS[1])
 end
 mark_done(KEYS[5], ARGV[2])

@@ -14,7 +14,7 @@ if owns(value, token) then
     local data = redis.pcall('GET', KEYS[5])
     if type(data) == 'table' and data.err then
       -- Unreadable data: give the lock up rather than hold what we cannot use.
-      if not hand_off(lock, KEYS[2], KEYS[3], nil, function() return 'n' end, now_ms()) then
+      if not hand_off(lock, KEYS[2], KEYS[3], nil, function() return 'n' end, nil) then
         redis.call('DEL', lock)
       end
       return data

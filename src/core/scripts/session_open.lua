@@ -9,6 +9,15 @@
 -- {-1, 0} when max_waiters requests already wait.
 local data_key, lock, waiters, terms, token = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
 local ttl, wait, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- The common case first: nobody queues, this token was not voided, the lock is
+-- free. Read before locking: data of another type fails here, with nothing
+-- locked; locking comes first among the writes (under maxmemory, Redis refuses
+-- it with nothing changed).
+if redis.call('EXISTS', KEYS[5], waiters) == 0 and redis.call('EXISTS', lock) == 0 then
+  local data = redis.call('GET', data_key)
+  redis.call('SET', lock, token .. ':0', 'PX', ttl)
+  return {1, data}
+end
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return {0, -2}
 end
@@ -19,7 +28,7 @@ if owns(value, token) then
   local data = redis.pcall('GET', data_key)
   if type(data) == 'table' and data.err then
     -- Unreadable data: give the lock up rather than hold what we cannot use.
-    if not hand_off(lock, waiters, terms, nil, function() return 'n' end, now_ms()) then
+    if not hand_off(lock, waiters, terms, nil, function() return 'n' end, nil) then
       redis.call('DEL', lock)
     end
     return data

@@ -6,7 +6,7 @@
 -- Returns 1.
 redis.call('DEL', KEYS[1])
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  if not hand_off(KEYS[2], KEYS[3], KEYS[4], nil, function() return 'n' end, now_ms()) then
+  if not hand_off(KEYS[2], KEYS[3], KEYS[4], nil, function() return 'n' end, nil) then
     redis.call('DEL', KEYS[2])
   end
 end

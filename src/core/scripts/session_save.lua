@@ -27,7 +27,7 @@ local function payload()
   local data = redis.call('GET', data_key)
   return data and 'd' .. data or 'n'
 end
-if not hand_off(lock, KEYS[3], KEYS[4], nil, payload, now_ms()) then
+if not hand_off(lock, KEYS[3], KEYS[4], nil, payload, nil) then
   redis.call('DEL', lock)
 end
 mark_done(KEYS[5], ARGV[5])
