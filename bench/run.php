@@ -160,14 +160,14 @@ while (($line = fgets($mon)) !== false && !str_contains($line, 'bench-marker')) 
     }
 }
 fclose($mon);
-// Requests of one worker share its connection: split each connection's commands
-// into requests at each session open that follows a save.
+// Requests of one worker share its connection: each request is its commands up
+// to its second script (open, then save); a waiter's have a BLPOP between.
 $waiterTrips = [];
 foreach ($byClient as $cmds) {
     $req = [];
     foreach ($cmds as $c) {
         $req[] = $c;
-        if (count($req) >= 2 && $c === 'EVALSHA' && $req[0] === 'EVALSHA' && count(array_filter($req, fn ($x) => $x === 'EVALSHA')) === 2) {
+        if (count(array_keys($req, 'EVALSHA', true)) === 2) {
             if (in_array('BLPOP', $req, true)) {
                 $waiterTrips[] = count($req);
             }

@@ -92,24 +92,13 @@ for ($i = 0; $i < $nSessions; $i++) {
     $sids[] = bin2hex(random_bytes(16));
 }
 
-/** VmRSS in KiB of each worker pid. */
-function rss(array $pids): array
+/** A numeric field of /proc/<pid>/status (VmRSS in KiB, Threads) for each pid; -1 when gone. */
+function status_field(array $pids, string $field): array
 {
     $out = [];
     foreach ($pids as $pid) {
         $status = (string) @file_get_contents("/proc/$pid/status");
-        $out[$pid] = preg_match('/^VmRSS:\s+(\d+) kB/m', $status, $m) ? (int) $m[1] : -1;
-    }
-    return $out;
-}
-
-/** Threads of each worker pid (the PHP thread, plus a lease renewal thread per Redis endpoint in use). */
-function threads(array $pids): array
-{
-    $out = [];
-    foreach ($pids as $pid) {
-        $status = (string) @file_get_contents("/proc/$pid/status");
-        $out[$pid] = preg_match('/^Threads:\s+(\d+)/m', $status, $m) ? (int) $m[1] : -1;
+        $out[$pid] = preg_match('/^' . $field . ':\s+(\d+)/m', $status, $m) ? (int) $m[1] : -1;
     }
     return $out;
 }
@@ -156,8 +145,8 @@ while ($done < $total) {
         $served[$j['pid']] = ($served[$j['pid']] ?? 0) + 1;
     }
     if ($pauseForWarmup && $calls === []) {
-        $rssWarm = rss($pidsAtStart);
-        $threadsWarm = threads($pidsAtStart);
+        $rssWarm = status_field($pidsAtStart, 'VmRSS');
+        $threadsWarm = status_field($pidsAtStart, 'Threads');
         $tWarm = microtime(true);
         $doneAtWarm = $done;
         printf("soak: warm-up done: %d requests in %.1f s; RSS read with the pool idle\n", $done, $tWarm - $t0);
@@ -168,8 +157,8 @@ while ($done < $total) {
     }
 }
 $tEnd = microtime(true);
-$rssEnd = rss($pidsAtStart);
-$threadsEnd = threads($pidsAtStart);
+$rssEnd = status_field($pidsAtStart, 'VmRSS');
+$threadsEnd = status_field($pidsAtStart, 'Threads');
 $pidsAtEnd = $pool->workerPids();
 printf("soak: %d requests in %.1f s (%.0f req/s after warm-up)\n", $done, $tEnd - $t0,
     ($done - $doneAtWarm) / max(0.001, $tEnd - $tWarm));

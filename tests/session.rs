@@ -308,12 +308,7 @@ fn touch_destroy_exists_and_new_ids() {
 #[test]
 fn a_sessions_keys_share_one_cluster_slot_with_phpredis_data_key() {
     // A cluster-enabled node answers CLUSTER KEYSLOT even before it has slots.
-    let server = RedisServer::start_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-    ]);
+    let server = RedisServer::start_with(support::CLUSTER_MODE);
     let mut raw = server.conn();
     let mut slot = |key: &str| -> i64 {
         redis::cmd("CLUSTER")
@@ -366,12 +361,8 @@ fn a_save_on_a_broken_connection_is_applied_once_and_reported_right() {
 fn every_accepted_lock_name_keeps_its_keys_in_one_cluster_slot() {
     use rand::{Rng, SeedableRng};
     use redis_lease::core::lease::{check_lock_name, check_lock_prefix, LeaseKeys, Token};
-    let server = RedisServer::start_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-    ]);
+    // A cluster-enabled node answers CLUSTER KEYSLOT even before it has slots.
+    let server = RedisServer::start_with(support::CLUSTER_MODE);
     let mut raw = server.conn();
     let mut slot = |key: &[u8]| -> i64 {
         redis::cmd("CLUSTER")

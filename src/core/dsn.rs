@@ -71,15 +71,17 @@ pub enum Topology {
     },
 }
 
+/// `host:port,host:port,...`
+fn list(addrs: &[Addr]) -> String {
+    addrs
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 impl fmt::Display for Topology {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |addrs: &[Addr]| {
-            addrs
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         match self {
             Topology::Node(addr) => write!(f, "{addr}"),
             Topology::Sentinel { sentinels, service } => {
@@ -274,13 +276,6 @@ impl Endpoint {
             (None, None) => String::new(),
         };
         let s = if self.tls.is_some() { "s" } else { "" };
-        let list = |addrs: &[Addr]| {
-            addrs
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         let mut query: Vec<String> = Vec::new();
         let mut out = match &self.topology {
             Topology::Node(Addr::Unix(path)) => {

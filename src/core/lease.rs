@@ -50,8 +50,14 @@ const BLPOP_TICK: Duration = Duration::from_millis(150);
 
 /// How much earlier than the lease we assume it may end, to cover the clock
 /// difference between this host and Redis (Redlock's drift allowance).
-pub(crate) fn drift(ttl: Duration) -> Duration {
+fn drift(ttl: Duration) -> Duration {
     ttl / 100 + Duration::from_millis(2)
+}
+
+/// Until when, by our clock, a lease set for `ttl` no earlier than `sent` is
+/// surely still there.
+pub(crate) fn lease_end(sent: Instant, ttl: Duration) -> Instant {
+    sent + ttl.saturating_sub(drift(ttl))
 }
 
 /// A lease token: 128 random bits as 32 hex digits.
@@ -199,7 +205,7 @@ impl Hold {
 
     /// Until when, by our clock, nobody else can have this lease.
     pub fn safe_until(&self) -> Instant {
-        let own = self.sent + self.ttl.saturating_sub(drift(self.ttl));
+        let own = lease_end(self.sent, self.ttl);
         match &self.renewal {
             Some(r) if r.ended() => own.min(r.safe_until()).min(Instant::now()),
             Some(r) => own.max(r.safe_until()),

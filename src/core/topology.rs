@@ -111,20 +111,20 @@ impl Link {
 impl Link {
     /// Sends `cmds` in one round trip (one per node on a Cluster). An error reply
     /// stays in its command's place; a failed round trip fails them all.
-    pub(crate) fn pipeline(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
+    pub(crate) fn pipeline(&mut self, cmds: Vec<Cmd>) -> RedisResult<Vec<Value>> {
         match self {
             Link::Node(c) => {
                 let mut p = redis::pipe();
                 p.ignore_errors();
                 for cmd in cmds {
-                    p.add_command(cmd.clone());
+                    p.add_command(cmd);
                 }
                 p.query(c)
             }
             Link::Cluster(c) => {
                 let mut p = redis::cluster::cluster_pipe();
                 for cmd in cmds {
-                    p.add_command(cmd.clone());
+                    p.add_command(cmd);
                 }
                 c.patiently(|c| p.query(c))
             }

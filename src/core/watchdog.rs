@@ -19,15 +19,15 @@
 //! that moment nobody can say it is still ours.
 
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
-use std::sync::{Arc, LazyLock, Weak};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use redis::{Cmd, Script, Value};
+use redis::{Cmd, Value};
 
 use crate::core::dsn::{Endpoint, Identity};
-use crate::core::lease::{drift, millis, Hold, Lease, Token};
+use crate::core::lease::{lease_end, millis, Hold, Lease, Token};
 use crate::core::metrics::{self, Counter};
 use crate::core::scripts;
 use crate::core::topology::{self, Link};
@@ -85,7 +85,7 @@ impl Renewal {
     /// Until when, by our clock, the lease is ours as far as renewals know.
     pub fn safe_until(&self) -> Instant {
         let s = self.schedule.lock();
-        s.sent + s.ttl.saturating_sub(drift(s.ttl))
+        lease_end(s.sent, s.ttl)
     }
 
     /// Lost, or no renewal was confirmed in time.
@@ -198,6 +198,11 @@ pub fn shutdown() {
     }
 }
 
+/// A queue entry whose lease still wants renewing (held, not ended or stopped).
+fn still_renewing(r: &Weak<Renewal>) -> bool {
+    r.upgrade().is_some_and(|r| r.renewing())
+}
+
 /// How many leases this process's watchdog renews (for tests).
 pub fn watched() -> usize {
     Watchdog::current(false).map_or(0, |w| {
@@ -209,7 +214,7 @@ pub fn watched() -> usize {
                     .lock()
                     .leases
                     .iter()
-                    .filter(|r| r.upgrade().is_some_and(|r| r.renewing()))
+                    .filter(|r| still_renewing(r))
                     .count()
             })
             .sum()
@@ -313,8 +318,7 @@ impl Lane {
         let due = renewal.upgrade().map(|r| r.due());
         let wake = {
             let mut q = self.queue.lock();
-            q.leases
-                .retain(|r| r.upgrade().is_some_and(|r| r.renewing()));
+            q.leases.retain(still_renewing);
             q.leases.push(renewal);
             // Sleeping past this lease's first renewal: wake it (else it finds
             // the lease when it wakes, or before it sleeps again).
@@ -352,8 +356,7 @@ impl Lane {
             if q.stop {
                 return None;
             }
-            q.leases
-                .retain(|r| r.upgrade().is_some_and(|r| r.renewing()));
+            q.leases.retain(still_renewing);
             let live: Vec<Arc<Renewal>> = q.leases.iter().filter_map(Weak::upgrade).collect();
             let now = Instant::now();
             let first = live.iter().map(|r| r.due()).min();
@@ -371,11 +374,6 @@ impl Lane {
         }
     }
 }
-
-/// The refresh script's source, for EVAL when Redis does not know it (NOSCRIPT).
-static REFRESH_SOURCE: &str = scripts::REFRESH_SOURCE;
-static REFRESH_SHA: LazyLock<String> =
-    LazyLock::new(|| Script::new(REFRESH_SOURCE).get_hash().to_string());
 
 /// Renews `group` in one round trip on the lane's own link to `ep`.
 fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
@@ -404,13 +402,13 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
     metrics::incr(Counter::RenewalRoundTrips);
     let mut replies = conn
         .set_read_timeout(timeout)
-        .and_then(|_| conn.pipeline(&commands(group, &ttls, false)));
+        .and_then(|_| conn.pipeline(commands(group, &ttls, false)));
     if replies
         .as_ref()
         .is_err_and(|e| e.code() == Some("NOSCRIPT"))
     {
         // A Cluster pipeline fails whole when a node does not know the script.
-        replies = conn.pipeline(&commands(group, &ttls, true));
+        replies = conn.pipeline(commands(group, &ttls, true));
     }
     let Ok(replies) = replies else {
         // The link may hold a late reply: never reuse it.
@@ -443,7 +441,7 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
     // After a restart or SCRIPT FLUSH: EVAL once, which also loads it.
     let again: Vec<Arc<Renewal>> = unknown.iter().map(|&i| group[i].clone()).collect();
     let ttls: Vec<Duration> = unknown.iter().map(|&i| ttls[i]).collect();
-    match conn.pipeline(&commands(&again, &ttls, true)) {
+    match conn.pipeline(commands(&again, &ttls, true)) {
         Ok(replies) => {
             for (i, reply) in replies.iter().enumerate() {
                 settle(&again[i], ttls[i], sent, reply);
@@ -473,11 +471,12 @@ fn commands(group: &[Arc<Renewal>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
         .iter()
         .zip(ttls)
         .map(|(r, ttl)| {
+            // EVAL (which also loads it) when Redis does not know the script.
             let mut c = redis::cmd(if eval { "EVAL" } else { "EVALSHA" });
             c.arg(if eval {
-                REFRESH_SOURCE
+                scripts::REFRESH_SOURCE
             } else {
-                REFRESH_SHA.as_str()
+                scripts::REFRESH.get_hash()
             })
             .arg(1)
             .arg(&r.key)

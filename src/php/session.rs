@@ -8,7 +8,6 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::sync::Arc;
 use std::time::Duration;
 
 use ext_php_rs::binary::Binary;
@@ -104,7 +103,7 @@ pub fn check_ini() -> Option<String> {
 
 /// Builds a store: ini settings, then the DSN's `prefix=`, then `options`.
 fn build_store(dsn: &str, options: &[(String, String)]) -> Result<SessionStore> {
-    let endpoint = Endpoint::parse(dsn, ini::timeouts()?)?;
+    let endpoint = Endpoint::parse_shared(dsn, ini::timeouts()?)?;
     let mut config = config_from_ini()?;
     if let Some(prefix) = &endpoint.prefix {
         config.set("prefix", prefix, config.lock_ttl)?;
@@ -114,7 +113,7 @@ fn build_store(dsn: &str, options: &[(String, String)]) -> Result<SessionStore> 
         config.set(name, value, auto)?;
     }
     config.finish();
-    Ok(SessionStore::new(Arc::new(endpoint), config))
+    Ok(SessionStore::new(endpoint, config))
 }
 
 fn gc_maxlifetime() -> Duration {

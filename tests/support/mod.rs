@@ -16,6 +16,14 @@ pub struct RedisServer {
 }
 
 /// A free loopback port (it may be taken again before it is used: tests retry).
+/// Arguments of a standalone node in cluster mode (`RedisServer::start_with`).
+pub const CLUSTER_MODE: &[&str] = &[
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+];
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
