@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::lease::{Hold, Lease, LeaseKeys};
+use redis_lease::core::metrics::{self, Counter};
 use redis_lease::core::session::{Saved, SessionConfig, SessionStore};
 use support::{await_until, exists, migrate, ClusterSet};
 
@@ -300,6 +301,23 @@ fn wait_replicas_on_a_cluster_waits_on_the_keys_master() {
             "{id}"
         );
     }
+    // Renewals are waited for too, each on its own key's master.
+    let ttl = Duration::from_millis(600);
+    let mut locks: Vec<redis_lease::core::lock::Lock> = names_on_every_master(&set, 3)
+        .iter()
+        .map(|n| redis_lease::core::lock::Lock::new(lease(&dsn, n), ttl).with_auto_renew(true))
+        .collect();
+    for l in &mut locks {
+        assert!(l.acquire(Duration::ZERO).unwrap());
+    }
+    let shortfalls = metrics::get(Counter::WaitShortfalls);
+    // Four ttls of doing nothing: only acknowledged renewals keep them held.
+    std::thread::sleep(ttl * 4);
+    for l in &mut locks {
+        assert!(l.hold().is_some(), "renewed and acknowledged");
+        assert!(l.release().unwrap());
+    }
+    assert_eq!(metrics::get(Counter::WaitShortfalls), shortfalls);
 }
 
 #[test]

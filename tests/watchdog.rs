@@ -213,3 +213,44 @@ fn a_lease_renewed_directly_through_the_core() {
     );
     assert!(l.release(&hold, false).unwrap());
 }
+
+#[test]
+fn with_wait_replicas_a_renewal_counts_only_once_replicated() {
+    let master = RedisServer::start();
+    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    await_until(MS * 10_000, "the replica to attach", || {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut master.conn())
+            .unwrap();
+        info.contains("connected_slaves:1") && info.contains("state=online")
+    });
+    let ttl = MS * 900;
+    let query = "?wait_replicas=1&wait_timeout=100";
+    let mut holder = Lock::new(lease(&master, query, "durable"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    // Renewals the replica acknowledges keep the lease ours past its ttl.
+    let renewed_until = Instant::now() + ttl * 2;
+    await_until(ttl * 4, "two ttls of confirmed renewals", || {
+        Instant::now() >= renewed_until
+    });
+    assert!(holder.hold().is_some(), "renewed while replicated");
+
+    // A replica that stops answering: the master still extends the lease, but a
+    // failover could lose that extension, so it is not counted and the hold ends
+    // when the last replicated one does.
+    let shortfalls = metrics::get(Counter::WaitShortfalls);
+    replica.signal("STOP");
+    let stopped = Instant::now();
+    await_until(ttl * 2, "the hold to end", || holder.hold().is_none());
+    let lost_after = stopped.elapsed();
+    let extended_on_master = pttl(&master, "lock:{durable}");
+    replica.signal("CONT");
+    assert!(
+        lost_after <= ttl + MS * 50,
+        "lost after {lost_after:?}, ttl {ttl:?}"
+    );
+    assert!(extended_on_master > 0, "the master alone kept extending it");
+    assert!(metrics::get(Counter::WaitShortfalls) > shortfalls);
+    assert!(!holder.release().unwrap_or(false), "not reported as held");
+}

@@ -109,6 +109,45 @@ impl Link {
 }
 
 impl Link {
+    /// WAIT after writes to each of `keys` on this link: one WAIT per slot written
+    /// (one in all on a single node). The acknowledgements each key's write got,
+    /// in `keys`' order; an error reply (a master demoted while we waited answers
+    /// -UNBLOCKED) counts as none, a broken link is an error.
+    pub(crate) fn wait_each(
+        &mut self,
+        keys: &[&[u8]],
+        replicas: u32,
+        timeout: Duration,
+    ) -> RedisResult<Vec<i64>> {
+        let shard = |link: &Link, key: &[u8]| match link {
+            Link::Node(_) => None,
+            Link::Cluster(_) => Some(redis::cluster_routing::Slot::for_key(key)),
+        };
+        let mut asked: Vec<(Option<redis::cluster_routing::Slot>, i64)> = Vec::new();
+        let mut acks = Vec::with_capacity(keys.len());
+        for key in keys {
+            let slot = shard(self, key);
+            let n = match asked.iter().find(|(s, _)| *s == slot) {
+                Some(&(_, n)) => n,
+                None => {
+                    let n = match self.wait(key, replicas, timeout) {
+                        Ok(n) => n,
+                        Err(e)
+                            if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) =>
+                        {
+                            0
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    asked.push((slot, n));
+                    n
+                }
+            };
+            acks.push(n);
+        }
+        Ok(acks)
+    }
+
     /// Sends `cmds` in one round trip (one per node on a Cluster). An error reply
     /// stays in its command's place; a failed round trip fails them all.
     pub(crate) fn pipeline(&mut self, cmds: Vec<Cmd>) -> RedisResult<Vec<Value>> {

@@ -418,6 +418,7 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
         return;
     };
     let mut unknown = Vec::new();
+    let mut renewed = Vec::new();
     let mut moved = false;
     for (i, reply) in replies.into_iter().enumerate() {
         match reply {
@@ -427,42 +428,98 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
                 // round asks the sentinels for the master again.
                 moved |= matches!(&reply, Value::ServerError(e)
                     if matches!(e.code(), "READONLY" | "LOADING" | "MASTERDOWN"));
-                settle(&group[i], ttls[i], sent, &reply);
+                if settle(&group[i], &reply) {
+                    renewed.push(i);
+                }
             }
         }
     }
-    if moved {
+    if !unknown.is_empty() && !moved {
+        // After a restart or SCRIPT FLUSH: EVAL once, which also loads it.
+        let again: Vec<Arc<Renewal>> = unknown.iter().map(|&i| group[i].clone()).collect();
+        let again_ttls: Vec<Duration> = unknown.iter().map(|&i| ttls[i]).collect();
+        match conn.pipeline(commands(&again, &again_ttls, true)) {
+            Ok(replies) => {
+                for (&i, reply) in unknown.iter().zip(&replies) {
+                    if settle(&group[i], reply) {
+                        renewed.push(i);
+                    }
+                }
+            }
+            Err(_) => {
+                *link = None;
+                again.iter().for_each(|r| r.failed());
+                return;
+            }
+        }
+    }
+    if confirm(ep, conn, group, &ttls, &renewed, sent, timeout).is_err() || moved {
         *link = None;
-        return;
-    }
-    if unknown.is_empty() {
-        return;
-    }
-    // After a restart or SCRIPT FLUSH: EVAL once, which also loads it.
-    let again: Vec<Arc<Renewal>> = unknown.iter().map(|&i| group[i].clone()).collect();
-    let ttls: Vec<Duration> = unknown.iter().map(|&i| ttls[i]).collect();
-    match conn.pipeline(commands(&again, &ttls, true)) {
-        Ok(replies) => {
-            for (i, reply) in replies.iter().enumerate() {
-                settle(&again[i], ttls[i], sent, reply);
-            }
-        }
-        Err(_) => {
-            *link = None;
-            again.iter().for_each(|r| r.failed());
-        }
     }
 }
 
-/// What refresh.lua answered for `r` (extended to `ttl`, sent no earlier than `sent`).
-fn settle(r: &Renewal, ttl: Duration, sent: Instant, reply: &Value) {
-    match reply {
-        Value::Int(1) => {
-            r.extended(sent, ttl);
-            metrics::incr(Counter::AutoRenewals);
+/// Counts the renewals `renewed` (indexes into `group`; extended to `ttls`, sent
+/// no earlier than `sent`) as done. With `wait_replicas`, only those enough
+/// replicas acknowledged: an extension a failover could lose would have the
+/// holder trust a lease the new master ends sooner. The others are tried again
+/// until the lease would end, as when Redis does not answer. An error: the link
+/// broke (the renewals then count as failed).
+fn confirm(
+    ep: &Endpoint,
+    conn: &mut Link,
+    group: &[Arc<Renewal>],
+    ttls: &[Duration],
+    renewed: &[usize],
+    sent: Instant,
+    timeout: Duration,
+) -> Result<(), ()> {
+    let acks = match ep.wait.filter(|_| !renewed.is_empty()) {
+        None => None,
+        Some(w) => {
+            let keys: Vec<&[u8]> = renewed.iter().map(|&i| &group[i].key[..]).collect();
+            // WAIT no longer than the first lease could end (as the renewal itself).
+            let wait = w.timeout.unwrap_or(ep.timeouts.read).min(timeout);
+            let acks = conn
+                .set_read_timeout(wait + timeout)
+                .and_then(|_| conn.wait_each(&keys, w.replicas, wait));
+            match acks {
+                Ok(acks) => Some((w.replicas, acks)),
+                Err(_) => {
+                    metrics::incr(Counter::ConnectionErrors);
+                    renewed.iter().for_each(|&i| group[i].failed());
+                    return Err(());
+                }
+            }
         }
-        Value::Int(0) => r.end(LOST),
-        _ => r.failed(),
+    };
+    for (n, &i) in renewed.iter().enumerate() {
+        match &acks {
+            Some((asked, acks)) if acks[n] < i64::from(*asked) => {
+                metrics::incr(Counter::WaitShortfalls);
+                group[i].failed();
+            }
+            _ => {
+                group[i].extended(sent, ttls[i]);
+                metrics::incr(Counter::AutoRenewals);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What refresh.lua answered for `r`: true when it extended the lease (still to
+/// be confirmed); else the lease is marked lost or the renewal failed.
+fn settle(r: &Renewal, reply: &Value) -> bool {
+    match reply {
+        Value::Int(1) => true,
+        Value::Int(0) => {
+            r.end(LOST);
+            false
+        }
+        _ => {
+            r.failed();
+            false
+        }
     }
 }
 
