@@ -110,7 +110,9 @@ foreach ($ends as $what => $end) {
     $during = renewals() - $before;
     $after = renewals();
     usleep(400000); // more than three renewal periods of 0.1 s: renewals would show
-    rl_same("$what: renewed while held ($during renewals), not once after", 0, renewals() - $after);
+    // Held 0.25 s with a 0.3 s ttl: renewed every 0.1 s, so 2 or 3 times.
+    rl_ok("$what: renewed while held", $during >= 2, "$during renewals");
+    rl_same("$what: not renewed once after", 0, renewals() - $after);
     rl_same("$what: the lock is free", 0, $raw->cmd('EXISTS', rl_lock_key(rl_key('ends'))));
     unset($keep);
 }
@@ -193,13 +195,17 @@ ok: release() reports the loss
 ok: at once, with Redis still stopped
 info: lost %f s after Redis stopped (ttl %f s); slowest holder call %f ms
 ok: synchronized() throws LockLostException when Redis stalls past the lease
-ok: release(): renewed while held (2 renewals), not once after
+ok: release(): renewed while held
+ok: release(): not renewed once after
 ok: release(): the lock is free
-ok: the destructor: renewed while held (2 renewals), not once after
+ok: the destructor: renewed while held
+ok: the destructor: not renewed once after
 ok: the destructor: the lock is free
-ok: the end of synchronized(): renewed while held (2 renewals), not once after
+ok: the end of synchronized(): renewed while held
+ok: the end of synchronized(): not renewed once after
 ok: the end of synchronized(): the lock is free
-ok: an exception in synchronized(): renewed while held (2 renewals), not once after
+ok: an exception in synchronized(): renewed while held
+ok: an exception in synchronized(): not renewed once after
 ok: an exception in synchronized(): the lock is free
 ok: parent acquires before fork
 ok: the child ends

@@ -59,7 +59,9 @@ find "$tests_dir" -maxdepth 1 -type f \( -name '*.diff' -o -name '*.out' -o -nam
     -o -name '*.log' -o -name '*.php' -o -name '*.sh' -o -name '*.mem' \) -delete
 
 results="$(mktemp)"
-trap 'rm -f "$results"' EXIT
+# Checks that failed, from every attempt (see rl_ok in php-tests/inc/redis.inc).
+export RL_FAILURE_LOG="$(mktemp)"
+trap 'rm -f "$results" "$RL_FAILURE_LOG"' EXIT
 
 # run-tests reads these; TEST_PHP_EXECUTABLE is also what tests use to start
 # child PHP processes (together with TEST_PHP_EXTRA_ARGS, set per test).
@@ -92,6 +94,12 @@ if [ "$reported" -lt "$expected" ]; then
     missing=$((expected - reported))
     echo "run-phpt: $missing test(s) reported no result" >&2
     failed=$((failed + missing))
+fi
+
+if [ -s "$RL_FAILURE_LOG" ]; then
+    echo "run-phpt: checks that failed in some attempt (run-tests.php retries a failed test once"
+    echo "run-phpt: when it uses sleep() or microtime(); a retried test that passed counts as passed):"
+    sed 's/^/run-phpt:   /' "$RL_FAILURE_LOG" | head -50
 fi
 
 report "$passed" "$failed"

@@ -18,8 +18,8 @@
 //! is tried again until the lease would end, and then it is marked expired: from
 //! that moment nobody can say it is still ours.
 
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,20 @@ pub struct Renewal {
     kind: Kind,
     state: AtomicU8,
     schedule: Mutex<Schedule>,
+    /// The schedule's lease end (ns after `epoch()`), readable without its mutex:
+    /// the holder checks it on every call, also in a forked child, where the
+    /// mutex may have been copied locked.
+    end: AtomicU64,
+}
+
+/// The origin of `Renewal::end`.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn since_epoch(t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX)
 }
 
 struct Schedule {
@@ -84,13 +98,22 @@ impl std::fmt::Debug for Renewal {
 impl Renewal {
     /// Until when, by our clock, the lease is ours as far as renewals know.
     pub fn safe_until(&self) -> Instant {
-        let s = self.schedule.lock();
-        lease_end(s.sent, s.ttl)
+        epoch() + Duration::from_nanos(self.end.load(Ordering::Acquire))
     }
 
-    /// Lost, or no renewal was confirmed in time.
+    /// Lost, or no renewal was confirmed in time. Past the last confirmed end it
+    /// is expired at once, even while the thread still waits for an answer (a
+    /// slow reply, a WAIT that Redis ends only on its 100 ms tick) that could
+    /// only come too late.
     pub fn ended(&self) -> bool {
-        matches!(self.state.load(Ordering::Acquire), LOST | EXPIRED)
+        match self.state.load(Ordering::Acquire) {
+            LOST | EXPIRED => true,
+            RENEWING if Instant::now() >= self.safe_until() => {
+                self.end(EXPIRED);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// No more renewals (the holder let go). Takes effect at once: a renewal
@@ -108,6 +131,8 @@ impl Renewal {
         if sent >= s.sent {
             s.sent = sent;
             s.ttl = ttl;
+            self.end
+                .store(since_epoch(lease_end(sent, ttl)), Ordering::Release);
         }
         s.retry_at = None;
     }
@@ -164,6 +189,7 @@ pub fn renew(lease: &Lease, hold: &mut Hold, kind: Kind) {
         token: hold.token.clone(),
         kind,
         state: AtomicU8::new(RENEWING),
+        end: AtomicU64::new(since_epoch(lease_end(hold.sent, hold.ttl))),
         schedule: Mutex::new(Schedule {
             sent: hold.sent,
             ttl: hold.ttl,
