@@ -347,3 +347,42 @@ fn renewed_locks_on_every_master_outlive_their_ttl() {
         assert!(l.release().unwrap());
     }
 }
+
+#[test]
+fn a_reply_later_than_the_read_timeout_never_answers_another_command() {
+    let set = ClusterSet::start(3, 0);
+    let dsn = set.dsn("?timeout=0.5&read_timeout=0.5");
+    let l = lease(&dsn, "late");
+    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    assert!(l.release(&h, false).unwrap());
+    let owner = set.owner_of("lock:{late}");
+    // Later calls go to the same node (so to the same connection of the link).
+    let other = (0..)
+        .map(|i| format!("late{i}"))
+        .find(|n| set.owner_of(&format!("lock:{{{n}}}")).port == owner.port)
+        .unwrap();
+    let pid = owner.pid();
+    owner.signal("STOP");
+    // The fault: a node that answers after more than one read timeout but less
+    // than two, so that redis-rs's resent copy of the command is answered too.
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(750));
+        support::signal_pid(pid, "CONT");
+    });
+    let first = l.acquire(SEC * 30, Duration::ZERO);
+    resume.join().unwrap();
+    if let Ok(Some(h)) = &first {
+        assert!(l.release(h, false).unwrap(), "its own reply");
+    }
+    // Whatever that call said, every later call gets its own reply.
+    let next = lease(&dsn, &other);
+    for _ in 0..20 {
+        let mut h = next
+            .acquire(SEC * 30, Duration::ZERO)
+            .unwrap()
+            .expect("free");
+        next.fence(&mut h).unwrap();
+        assert!(h.fence > 0);
+        assert!(next.release(&h, false).unwrap());
+    }
+}

@@ -233,6 +233,10 @@ fn with_wait_replicas_a_renewal_counts_only_once_replicated() {
     // Long enough that a loaded machine still confirms a renewal in time.
     let ttl = MS * 1500;
     let query = "?wait_replicas=1&wait_timeout=1000";
+    // First, a lease on the same Redis that does not ask for WAIT: both share
+    // one renewal thread, and each keeps its own rule.
+    let mut plain = Lock::new(lease(&master, "", "plain"), ttl).with_auto_renew(true);
+    assert!(plain.acquire(Duration::ZERO).unwrap());
     let mut holder = Lock::new(lease(&master, query, "durable"), ttl).with_auto_renew(true);
     let acquired = Instant::now();
     assert!(holder.acquire(Duration::ZERO).unwrap());
@@ -265,4 +269,6 @@ fn with_wait_replicas_a_renewal_counts_only_once_replicated() {
     );
     assert!(extended_on_master > 0, "the master alone kept extending it");
     assert!(!holder.release().unwrap_or(false), "not reported as held");
+    assert!(plain.hold().is_some(), "renewed without WAIT throughout");
+    assert!(plain.release().unwrap());
 }

@@ -390,8 +390,7 @@ impl Lease {
     /// After a write on `c` (`wrote`): when the endpoint asks for it
     /// (`wait_replicas`), WAIT until that many replicas have it, on the same link
     /// (WAIT counts its own connection's writes). How many acknowledged; `None`
-    /// when not asked for. An error reply (a master demoted while we waited
-    /// answers -UNBLOCKED) counts as no acknowledgement; a broken link is an error.
+    /// when not asked for (see `Link::wait_each`).
     pub(crate) fn wait_replicas(
         &self,
         c: &mut Conn,
@@ -402,11 +401,9 @@ impl Lease {
         };
         let timeout = w.timeout.unwrap_or(self.endpoint.timeouts.read);
         c.set_read_timeout(timeout + self.endpoint.timeouts.read)?;
-        let acks = match c.inner.wait(&self.keys.lock, w.replicas, timeout) {
-            Ok(n) => n,
-            Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => 0,
-            Err(e) => return Err(e),
-        };
+        let acks = c
+            .inner
+            .wait_each(&[&self.keys.lock[..]], w.replicas, timeout)?[0];
         c.reset_read_timeout()?;
         Ok(Some(acks))
     }

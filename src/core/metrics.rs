@@ -32,7 +32,7 @@ named!(Counter {
     LockRenewals => "lock_renewals", "Successful lease renewals (refresh).";
     AutoRenewals => "auto_renewals", "Leases (locks and sessions) extended by the watchdog thread.";
     RenewalRoundTrips => "renewal_round_trips", "Round trips of the watchdog (each renews every lease due on one endpoint).";
-    RenewalErrors => "renewal_errors", "Watchdog renewals that got no answer or an error (tried again until the lease would end).";
+    RenewalErrors => "renewal_errors", "Watchdog renewals that got no answer, an error, or too few replica acknowledgements (tried again until the lease would end).";
     SessionLocked => "session_locked", "Sessions opened with their lock.";
     SessionContended => "session_contended", "Session opens that found the lock held at least once.";
     SessionLockTimeouts => "session_lock_timeouts", "Session opens whose lock wait ran out (failed acquisitions).";

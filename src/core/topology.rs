@@ -110,34 +110,64 @@ impl Link {
 
 impl Link {
     /// WAIT after writes to each of `keys` on this link: one WAIT per slot written
-    /// (one in all on a single node). The acknowledgements each key's write got,
-    /// in `keys`' order; an error reply (a master demoted while we waited answers
-    /// -UNBLOCKED) counts as none, a broken link is an error.
+    /// (one in all on a single node), all within `timeout`. The acknowledgements
+    /// each key's write got, in `keys`' order; an error reply (a master demoted
+    /// while we waited answers -UNBLOCKED) counts as none, a broken link is an error.
     pub(crate) fn wait_each(
         &mut self,
         keys: &[&[u8]],
         replicas: u32,
         timeout: Duration,
     ) -> RedisResult<Vec<i64>> {
+        let deadline = Instant::now() + timeout;
         let shard = |link: &Link, key: &[u8]| match link {
             Link::Node(_) => None,
             Link::Cluster(_) => Some(redis::cluster_routing::Slot::for_key(key)),
         };
+        // WAIT counts this connection's own writes: one sent again on a fresh
+        // connection would count none and return at once, as if they had all been
+        // acknowledged. redis-rs's cluster client resends a command after a
+        // dropped connection (so: not here) or a read timeout (a WAIT that took
+        // the whole read timeout is not believed).
+        let resent_after = match self {
+            Link::Cluster(c) => {
+                c.conn.set_auto_reconnect(false);
+                Some(c.patience)
+            }
+            Link::Node(_) => None,
+        };
         let mut asked: Vec<(Option<redis::cluster_routing::Slot>, i64)> = Vec::new();
         let mut acks = Vec::with_capacity(keys.len());
+        let mut result = Ok(());
         for key in keys {
             let slot = shard(self, key);
             let n = match asked.iter().find(|(s, _)| *s == slot) {
                 Some(&(_, n)) => n,
                 None => {
-                    let n = match self.wait(key, replicas, timeout) {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let sent = Instant::now();
+                    let reply = if left.is_zero() {
+                        Ok(0)
+                    } else {
+                        self.wait(key, replicas, left)
+                    };
+                    let reply = match resent_after {
+                        Some(t) if reply.is_ok() && sent.elapsed() >= t => Err(
+                            redis::RedisError::from((ErrorKind::Io, "WAIT answered too late")),
+                        ),
+                        _ => reply,
+                    };
+                    let n = match reply {
                         Ok(n) => n,
                         Err(e)
                             if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) =>
                         {
                             0
                         }
-                        Err(e) => return Err(e),
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
                     };
                     asked.push((slot, n));
                     n
@@ -145,7 +175,10 @@ impl Link {
             };
             acks.push(n);
         }
-        Ok(acks)
+        if let Link::Cluster(c) = self {
+            c.conn.set_auto_reconnect(true);
+        }
+        result.map(|_| acks)
     }
 
     /// Sends `cmds` in one round trip (one per node on a Cluster). An error reply

@@ -16,7 +16,9 @@
 //! stops answering never delays the renewals of another. A renewal
 //! that finds the lease gone marks it lost. When Redis does not answer, renewal
 //! is tried again until the lease would end, and then it is marked expired: from
-//! that moment nobody can say it is still ours.
+//! that moment nobody can say it is still ours. With `wait_replicas`, a renewal
+//! counts only once that many replicas acknowledged it (one WAIT per round
+//! trip): the master alone having it would not survive a failover.
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -26,7 +28,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use redis::{Cmd, Value};
 
-use crate::core::dsn::{Endpoint, Identity};
+use crate::core::dsn::{Endpoint, Identity, Wait};
 use crate::core::lease::{lease_end, millis, Hold, Lease, Token};
 use crate::core::metrics::{self, Counter};
 use crate::core::scripts;
@@ -61,6 +63,9 @@ pub struct Renewal {
     key: Vec<u8>,
     token: Token,
     kind: Kind,
+    /// Its endpoint's `wait_replicas` (a lane serves every DSN naming one Redis,
+    /// whatever each asks of WAIT).
+    wait: Option<Wait>,
     state: AtomicU8,
     schedule: Mutex<Schedule>,
     /// The schedule's lease end (ns after `epoch()`), readable without its mutex:
@@ -69,7 +74,7 @@ pub struct Renewal {
     end: AtomicU64,
 }
 
-/// The origin of `Renewal::end`.
+/// The origin of `Renewal::end`: an `Instant` cannot live in an atomic.
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
@@ -188,6 +193,7 @@ pub fn renew(lease: &Lease, hold: &mut Hold, kind: Kind) {
         key: lease.keys.lock.clone(),
         token: hold.token.clone(),
         kind,
+        wait: lease.endpoint.wait,
         state: AtomicU8::new(RENEWING),
         end: AtomicU64::new(since_epoch(lease_end(hold.sent, hold.ttl))),
         schedule: Mutex::new(Schedule {
@@ -403,6 +409,12 @@ impl Lane {
 
 /// Renews `group` in one round trip on the lane's own link to `ep`.
 fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
+    // A lease past its last confirmed end stays ended: a late renewal must not
+    // revive what its holder may already have been told it lost.
+    let group: Vec<Arc<Renewal>> = group.iter().filter(|r| !r.ended()).cloned().collect();
+    if group.is_empty() {
+        return;
+    }
     if link.is_none() {
         match topology::open(ep) {
             Ok(l) => *link = Some(l),
@@ -414,8 +426,7 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
         }
     }
     let conn = link.as_mut().expect("just opened");
-    // Never wait for a reply past the moment the first lease could end: it is
-    // then reported expired, on time.
+    // Never wait for a reply much past the moment the first lease could end.
     let now = Instant::now();
     let first_end = group.iter().map(|r| r.safe_until()).min().unwrap_or(now);
     let timeout = ep
@@ -428,13 +439,13 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
     metrics::incr(Counter::RenewalRoundTrips);
     let mut replies = conn
         .set_read_timeout(timeout)
-        .and_then(|_| conn.pipeline(commands(group, &ttls, false)));
+        .and_then(|_| conn.pipeline(commands(&group, &ttls, false)));
     if replies
         .as_ref()
         .is_err_and(|e| e.code() == Some("NOSCRIPT"))
     {
         // A Cluster pipeline fails whole when a node does not know the script.
-        replies = conn.pipeline(commands(group, &ttls, true));
+        replies = conn.pipeline(commands(&group, &ttls, true));
     }
     let Ok(replies) = replies else {
         // The link may hold a late reply: never reuse it.
@@ -460,77 +471,121 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
             }
         }
     }
-    if !unknown.is_empty() && !moved {
+    let mut usable = !moved;
+    if !unknown.is_empty() {
         // After a restart or SCRIPT FLUSH: EVAL once, which also loads it.
         let again: Vec<Arc<Renewal>> = unknown.iter().map(|&i| group[i].clone()).collect();
         let again_ttls: Vec<Duration> = unknown.iter().map(|&i| ttls[i]).collect();
-        match conn.pipeline(commands(&again, &again_ttls, true)) {
-            Ok(replies) => {
+        let replies = if usable {
+            conn.pipeline(commands(&again, &again_ttls, true)).ok()
+        } else {
+            None
+        };
+        match replies {
+            Some(replies) => {
                 for (&i, reply) in unknown.iter().zip(&replies) {
                     if settle(&group[i], reply) {
                         renewed.push(i);
                     }
                 }
             }
-            Err(_) => {
-                *link = None;
+            None => {
+                if usable {
+                    metrics::incr(Counter::ConnectionErrors);
+                }
+                usable = false;
                 again.iter().for_each(|r| r.failed());
-                return;
             }
         }
     }
-    if confirm(ep, conn, group, &ttls, &renewed, sent, timeout).is_err() || moved {
+    let conn = link.as_mut().filter(|_| usable);
+    let confirmed = confirm(ep, conn, &group, &ttls, &renewed, sent, timeout).is_ok();
+    if !confirmed || !usable {
         *link = None;
     }
 }
 
 /// Counts the renewals `renewed` (indexes into `group`; extended to `ttls`, sent
-/// no earlier than `sent`) as done. With `wait_replicas`, only those enough
-/// replicas acknowledged: an extension a failover could lose would have the
-/// holder trust a lease the new master ends sooner. The others are tried again
-/// until the lease would end, as when Redis does not answer. An error: the link
-/// broke (the renewals then count as failed).
+/// no earlier than `sent`) as done. Those whose lease asked for `wait_replicas`
+/// count only once enough replicas acknowledged them on `conn` (an extension a
+/// failover could lose would have the holder trust a lease the new master ends
+/// sooner); the others are tried again until the lease would end, as when Redis
+/// does not answer. `conn` `None`: the link cannot be asked (those fail). An
+/// error: the link broke.
 fn confirm(
     ep: &Endpoint,
-    conn: &mut Link,
+    conn: Option<&mut Link>,
     group: &[Arc<Renewal>],
     ttls: &[Duration],
     renewed: &[usize],
     sent: Instant,
     timeout: Duration,
 ) -> Result<(), ()> {
-    let acks = match ep.wait.filter(|_| !renewed.is_empty()) {
-        None => None,
-        Some(w) => {
-            let keys: Vec<&[u8]> = renewed.iter().map(|&i| &group[i].key[..]).collect();
-            // WAIT no longer than the first lease could end (as the renewal itself).
-            let wait = w.timeout.unwrap_or(ep.timeouts.read).min(timeout);
-            let acks = conn
-                .set_read_timeout(wait + timeout)
-                .and_then(|_| conn.wait_each(&keys, w.replicas, wait));
-            match acks {
-                Ok(acks) => Some((w.replicas, acks)),
+    // Those that need no acknowledgement count at once, before a WAIT that may
+    // take until the others would end.
+    let mut waited = Vec::new();
+    for &i in renewed {
+        match group[i].wait {
+            Some(_) => waited.push(i),
+            None => credit(&group[i], sent, ttls[i]),
+        }
+    }
+    // One WAIT for them all: the most replicas and the longest wait any asks for.
+    let asked = |w: Wait| (w.replicas, w.timeout.unwrap_or(ep.timeouts.read));
+    let most = waited
+        .iter()
+        .filter_map(|&i| group[i].wait.map(asked))
+        .reduce(|a, b| (a.0.max(b.0), a.1.max(b.1)));
+    let mut acks: Vec<i64> = vec![0; waited.len()];
+    let mut broken = false;
+    match (most, conn) {
+        (None, _) => {}
+        (Some(_), None) => broken = true,
+        (Some((replicas, wait)), Some(conn)) => {
+            let keys: Vec<&[u8]> = waited.iter().map(|&i| &group[i].key[..]).collect();
+            // WAIT no longer than the first lease could end (as the renewal
+            // itself), nor than a renewal period: the thread has other leases
+            // to renew. Redis ends a WAIT only on its 100 ms tick, so the reply
+            // may come that much later than asked.
+            let period = waited.iter().map(|&i| ttls[i] / 3).min().unwrap_or(wait);
+            let wait = wait.min(timeout).min(period);
+            let result = conn
+                .set_read_timeout(wait + timeout.max(Duration::from_millis(250)))
+                .and_then(|_| conn.wait_each(&keys, replicas, wait));
+            match result {
+                Ok(a) => acks = a,
                 Err(_) => {
                     metrics::incr(Counter::ConnectionErrors);
-                    renewed.iter().for_each(|&i| group[i].failed());
-                    return Err(());
+                    broken = true;
                 }
             }
         }
-    };
-    for (n, &i) in renewed.iter().enumerate() {
-        match &acks {
-            Some((asked, acks)) if acks[n] < i64::from(*asked) => {
+    }
+    for (n, &i) in waited.iter().enumerate() {
+        let r = &group[i];
+        if r.wait.is_some_and(|w| acks[n] >= i64::from(w.replicas)) {
+            credit(r, sent, ttls[i]);
+        } else {
+            if !broken {
                 metrics::incr(Counter::WaitShortfalls);
-                group[i].failed();
             }
-            _ => {
-                group[i].extended(sent, ttls[i]);
-                metrics::incr(Counter::AutoRenewals);
-            }
+            r.failed();
         }
     }
-    Ok(())
+    if broken {
+        Err(())
+    } else {
+        Ok(())
+    }
+}
+
+/// `r` was extended to `ttl` no earlier than `sent`, unless it ended meanwhile
+/// (its holder may have been told so: it stays ended).
+fn credit(r: &Renewal, sent: Instant, ttl: Duration) {
+    if !r.ended() {
+        r.extended(sent, ttl);
+        metrics::incr(Counter::AutoRenewals);
+    }
 }
 
 /// What refresh.lua answered for `r`: true when it extended the lease (still to
