@@ -381,7 +381,6 @@ impl Parser<'_> {
             prefix: None,
             wait: None,
         };
-        let tls = Some(Tls::new());
         let scheme = if let Some(path) = rest.strip_prefix("unix://") {
             self.unix_path(&mut ep, path)?;
             Scheme::Node
@@ -404,7 +403,7 @@ impl Parser<'_> {
                 }
             };
             if secure {
-                ep.tls = tls;
+                ep.tls = Some(Tls::new());
             }
             match kind {
                 Scheme::Node => self.node(&mut ep, after)?,
@@ -413,7 +412,7 @@ impl Parser<'_> {
             }
             kind
         } else if rest.is_empty() && query.is_some_and(|q| q.starts_with("seed")) {
-            Scheme::ClusterSeeds
+            return self.seeds_form(ep, query.unwrap_or_default());
         } else if rest.starts_with("seed[]=") || rest.starts_with("seed%5B%5D=") {
             // A rediscluster save_path has no '?': the whole of it is the query.
             return self.seeds_form(ep, dsn);
@@ -421,9 +420,6 @@ impl Parser<'_> {
             self.node(&mut ep, rest)?;
             Scheme::Node
         };
-        if scheme == Scheme::ClusterSeeds {
-            return self.seeds_form(ep, query.unwrap_or_default());
-        }
         if let Some(q) = query {
             self.query(&mut ep, q, scheme)?;
         }
@@ -431,9 +427,29 @@ impl Parser<'_> {
     }
 
     fn seeds_form(&self, mut ep: Endpoint, query: &str) -> Result<Endpoint> {
-        ep.topology = Topology::Cluster { seeds: Vec::new() };
         self.query(&mut ep, query, Scheme::ClusterSeeds)?;
         self.check(ep)
+    }
+
+    /// phpredis's `auth[]=...` list (the same for `sentinel_auth[]`, named
+    /// `name`): a password, or a user and a password.
+    fn credential_list(
+        &self,
+        mut parts: Vec<String>,
+        c: &mut Credentials,
+        name: &str,
+    ) -> Result<()> {
+        match parts.len() {
+            0 => {}
+            1 => c.password = Some(parts.remove(0)).filter(|p| !p.is_empty()),
+            2 => {
+                let pass = parts.remove(1);
+                c.username = Some(parts.remove(0)).filter(|u| !u.is_empty());
+                c.password = Some(pass).filter(|p| !p.is_empty());
+            }
+            _ => return Err(self.fail(&format!("{name} takes a user and a password, no more"))),
+        }
+        Ok(())
     }
 
     /// Checks what only the whole DSN can tell.
@@ -655,11 +671,11 @@ impl Parser<'_> {
             let v = percent_decode(v).map_err(|e| self.fail(e))?;
             let path = |v: &str| Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty());
             match k.as_str() {
-                "auth" => ep.auth.password = Some(v).filter(|p| !p.is_empty()),
+                "auth" | "auth[pass]" => ep.auth.password = Some(v).filter(|p| !p.is_empty()),
                 "auth[]" => auth_parts.push(v),
-                "auth[user]" => ep.auth.username = Some(v).filter(|u| !u.is_empty()),
-                "auth[pass]" => ep.auth.password = Some(v).filter(|p| !p.is_empty()),
-                "user" | "username" => ep.auth.username = Some(v).filter(|u| !u.is_empty()),
+                "auth[user]" | "user" | "username" => {
+                    ep.auth.username = Some(v).filter(|u| !u.is_empty())
+                }
                 "database" | "db" => ep.db = self.db_number(&v)?,
                 "timeout" | "connect_timeout" => {
                     if let Some(t) = self.timeout(&k, &v)? {
@@ -757,29 +773,8 @@ impl Parser<'_> {
                 }
             }
         }
-        match auth_parts.len() {
-            0 => {}
-            1 => ep.auth.password = Some(auth_parts.remove(0)).filter(|p| !p.is_empty()),
-            2 => {
-                let pass = auth_parts.remove(1);
-                ep.auth.username = Some(auth_parts.remove(0)).filter(|u| !u.is_empty());
-                ep.auth.password = Some(pass).filter(|p| !p.is_empty());
-            }
-            _ => return Err(self.fail("auth[] takes a user and a password, no more")),
-        }
-        match sentinel_parts.len() {
-            0 => {}
-            1 => {
-                ep.sentinel_auth.password = Some(sentinel_parts.remove(0)).filter(|p| !p.is_empty())
-            }
-            2 => {
-                let pass = sentinel_parts.remove(1);
-                ep.sentinel_auth.username =
-                    Some(sentinel_parts.remove(0)).filter(|u| !u.is_empty());
-                ep.sentinel_auth.password = Some(pass).filter(|p| !p.is_empty());
-            }
-            _ => return Err(self.fail("sentinel_auth[] takes a user and a password, no more")),
-        }
+        self.credential_list(auth_parts, &mut ep.auth, "auth[]")?;
+        self.credential_list(sentinel_parts, &mut ep.sentinel_auth, "sentinel_auth[]")?;
         if scheme == Scheme::ClusterSeeds {
             ep.topology = Topology::Cluster { seeds };
             // phpredis's rediscluster handler keeps sessions under its own prefix:

@@ -415,17 +415,26 @@ impl Lease {
         if self.endpoint.wait.is_none() {
             return Ok(());
         }
-        let acks = self
-            .call(|c| {
-                let n: i64 = scripts::REFRESH
-                    .key(&self.keys.lock)
-                    .arg(token.as_str())
-                    .arg(millis(ttl))
-                    .invoke(&mut c.inner)?;
-                self.wait_replicas(c, n == 1)
-            })
+        let (_, acks) = self
+            .call(|c| self.refresh_on(c, token, ttl))
             .map_err(Failure::into_error)?;
         self.replicated(acks, "The lock was taken")
+    }
+
+    /// Runs refresh.lua for `token` on `c` (1: extended to `ttl`, 0: not ours),
+    /// then WAITs as `wait_replicas` asks.
+    fn refresh_on(
+        &self,
+        c: &mut Conn,
+        token: &Token,
+        ttl: Duration,
+    ) -> redis::RedisResult<(i64, Option<i64>)> {
+        let n: i64 = scripts::REFRESH
+            .key(&self.keys.lock)
+            .arg(token.as_str())
+            .arg(millis(ttl))
+            .invoke(&mut c.inner)?;
+        Ok((n, self.wait_replicas(c, n == 1)?))
     }
 
     /// An error when fewer replicas than `wait_replicas` acknowledged `what`.
@@ -812,15 +821,7 @@ impl Lease {
     /// Extends `hold` to `ttl` from now. False when it was no longer ours.
     pub fn refresh(&self, hold: &mut Hold, ttl: Duration) -> Result<bool> {
         let sent = Instant::now();
-        let (n, acks) = self.call_idempotent(|c| {
-            let n: i64 = scripts::REFRESH
-                .key(&self.keys.lock)
-                .arg(hold.token.as_str())
-                .arg(millis(ttl))
-                .invoke(&mut c.inner)?;
-            let acks = self.wait_replicas(c, n == 1)?;
-            Ok((n, acks))
-        })?;
+        let (n, acks) = self.call_idempotent(|c| self.refresh_on(c, &hold.token, ttl))?;
         let ok = n == 1;
         self.replicated(acks, "The lease was extended")?;
         if ok {

@@ -124,13 +124,7 @@ impl Lock {
     /// Extends a hold we believe we have to the full ttl. False when there is
     /// none, or Redis says it was lost (and then we forget it).
     pub fn renew_held(&mut self) -> Result<bool> {
-        self.settle(true)?;
-        let Some(mut hold) = self.hold.clone() else {
-            return Ok(false);
-        };
-        let ok = self.lease.refresh(&mut hold, self.ttl)?;
-        self.set_hold(ok.then_some(hold));
-        Ok(ok)
+        self.refresh(self.ttl)
     }
 
     /// True when we hold the lock (a hold we had is extended to the full ttl, as

@@ -94,8 +94,3 @@ pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
     }
     Ok(())
 }
-
-/// How many entries wait (for tests and metrics).
-pub fn len() -> usize {
-    with_entries(|entries| entries.len())
-}

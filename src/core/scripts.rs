@@ -10,6 +10,14 @@ use std::sync::LazyLock;
 use redis::Script;
 
 macro_rules! script {
+    // Also the source, as `$source` (for pipelines, which cannot use a `Script`).
+    ($name:ident, $source:ident, $file:literal) => {
+        pub const $source: &str = concat!(
+            include_str!("scripts/lib.lua"),
+            include_str!(concat!("scripts/", $file))
+        );
+        pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new($source));
+    };
     ($name:ident, $file:literal) => {
         pub static $name: LazyLock<Script> = LazyLock::new(|| {
             Script::new(concat!(
@@ -22,13 +30,7 @@ macro_rules! script {
 
 script!(ACQUIRE, "acquire.lua");
 script!(RELEASE, "release.lua");
-script!(REFRESH, "refresh.lua");
-
-/// refresh.lua with its helpers, for the watchdog's pipelined EVALSHA/EVAL.
-pub const REFRESH_SOURCE: &str = concat!(
-    include_str!("scripts/lib.lua"),
-    include_str!("scripts/refresh.lua")
-);
+script!(REFRESH, REFRESH_SOURCE, "refresh.lua");
 script!(INSPECT, "inspect.lua");
 script!(FENCE, "fence.lua");
 script!(RESOLVE, "resolve.lua");

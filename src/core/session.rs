@@ -417,7 +417,6 @@ impl SessionStore {
         match &s.mode {
             Mode::Locked(hold) => {
                 let hold = hold.clone();
-                let mut acks = None;
                 let run = |c: &mut Conn| {
                     let n: i64 = s
                         .lease
@@ -427,29 +426,19 @@ impl SessionStore {
                     let acks = s.lease.wait_replicas(c, n == 1)?;
                     Ok((n, acks))
                 };
-                let ok = match s.lease.call(run).map(|(n, a)| {
-                    acks = a;
-                    n
-                }) {
-                    Ok(n) => n == 1,
+                let (ok, acks) = match s.lease.call(run) {
+                    Ok((n, acks)) => (n == 1, acks),
                     Err(Failure::Broken(_)) => {
                         // The script may have run. Run it again: it is owner-checked, so
                         // it can never apply twice.
                         metrics::incr(Counter::Retries);
-                        let again = match s.lease.call(run) {
-                            Ok((n, a)) => {
-                                acks = a;
-                                n == 1
-                            }
-                            Err(f) => {
-                                s.mode = Mode::Done;
-                                hold.stop_renewal();
-                                pending::defer(s.lease.clone(), hold.token, hold.ttl);
-                                return Err(f.into_error());
-                            }
+                        let (again, mut acks) = match s.lease.call(run) {
+                            Ok((n, acks)) => (n == 1, acks),
+                            Err(f) => return Err(Self::abandon(s, hold, f)),
                         };
                         metrics::incr(Counter::UncertainResolved);
-                        again || self.saved_before(s, op, data, secs, &hold, &mut acks)?
+                        let ok = again || self.saved_before(s, op, data, secs, &hold, &mut acks)?;
+                        (ok, acks)
                     }
                     Err(Failure::Reply(e)) => {
                         // Redis answered with an error: nothing ran, the lock is still
@@ -460,10 +449,7 @@ impl SessionStore {
                         // Redis did not answer (or could not be reached): the save may
                         // still run. Asking again now would only double the wait; the
                         // unlock is left for this process's next call (or the lease's end).
-                        s.mode = Mode::Done;
-                        hold.stop_renewal();
-                        pending::defer(s.lease.clone(), hold.token, hold.ttl);
-                        return Err(f.into_error());
+                        return Err(Self::abandon(s, hold, f));
                     }
                 };
                 s.mode = Mode::Done;
@@ -504,6 +490,15 @@ impl SessionStore {
                 short_id(&s.id)
             ))),
         }
+    }
+
+    /// A save whose outcome is unknown: the session is done in this request, and
+    /// its unlock is left to this process's next call (or the lease's end).
+    fn abandon(s: &mut Session, hold: Hold, f: Failure) -> Error {
+        s.mode = Mode::Done;
+        hold.stop_renewal();
+        pending::defer(s.lease.clone(), hold.token, hold.ttl);
+        f.into_error()
     }
 
     /// A save ran again after a broken connection and found the lock no longer

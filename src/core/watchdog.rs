@@ -173,12 +173,10 @@ impl Renewal {
     /// may have ended already.
     fn failed(&self) {
         metrics::incr(Counter::RenewalErrors);
-        let now = Instant::now();
-        if now >= self.safe_until() {
-            self.end(EXPIRED);
+        if self.ended() {
             return;
         }
-        let next = (now + RETRY).min(self.safe_until());
+        let next = (Instant::now() + RETRY).min(self.safe_until());
         self.schedule.lock().retry_at = Some(next);
     }
 }

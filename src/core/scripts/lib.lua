@@ -131,6 +131,31 @@ local function no_payload()
   return ''
 end
 
+-- A session handed on without its data: the waiter reads it itself.
+local function no_data()
+  return 'n'
+end
+
+-- Lets go of a lock its caller holds: handed to the first waiter (see
+-- hand_off), or deleted when nobody waits.
+local function pass_on(lock, waiters, terms, fence_key, payload)
+  if not hand_off(lock, waiters, terms, fence_key, payload, nil) then
+    redis.call('DEL', lock)
+  end
+end
+
+-- The session data at data_key, for a caller who holds its lock. Data it cannot
+-- read (a key of another type) is returned as the error, second, after the lock
+-- was given up rather than held for what it cannot use.
+local function read_held_data(data_key, lock, waiters, terms)
+  local data = redis.pcall('GET', data_key)
+  if type(data) == 'table' and data.err then
+    pass_on(lock, waiters, terms, nil, no_data)
+    return nil, data
+  end
+  return data
+end
+
 -- Redis Cluster's client resends a command whose connection failed (or timed
 -- out), so an unlock may run twice: the second run must say what the first did,
 -- not "the lock was not ours". Unlocks on a Cluster leave a short-lived marker of

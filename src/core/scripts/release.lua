@@ -7,8 +7,6 @@
 if not owns(redis.call('GET', KEYS[1]), ARGV[1]) then
   return done_before(KEYS[5])
 end
-if not hand_off(KEYS[1], KEYS[3], KEYS[4], KEYS[2], no_payload, nil) then
-  redis.call('DEL', KEYS[1])
-end
+pass_on(KEYS[1], KEYS[3], KEYS[4], KEYS[2], no_payload)
 mark_done(KEYS[5], ARGV[2])
 return 1

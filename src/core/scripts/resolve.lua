@@ -11,13 +11,9 @@ local value = redis.call('GET', lock)
 unwake(lock, token)
 if owns(value, token) then
   if KEYS[5] then
-    local data = redis.pcall('GET', KEYS[5])
-    if type(data) == 'table' and data.err then
-      -- Unreadable data: give the lock up rather than hold what we cannot use.
-      if not hand_off(lock, KEYS[2], KEYS[3], nil, function() return 'n' end, nil) then
-        redis.call('DEL', lock)
-      end
-      return data
+    local data, err = read_held_data(KEYS[5], lock, KEYS[2], KEYS[3])
+    if err then
+      return err
     end
     return {redis.call('PTTL', lock), string.sub(value, #token + 2), data}
   end

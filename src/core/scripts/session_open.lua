@@ -25,13 +25,9 @@ local value = redis.call('GET', lock)
 if owns(value, token) then
   -- Handed to us while we waited, and its wake-up was lost or not read yet.
   unwake(lock, token)
-  local data = redis.pcall('GET', data_key)
-  if type(data) == 'table' and data.err then
-    -- Unreadable data: give the lock up rather than hold what we cannot use.
-    if not hand_off(lock, waiters, terms, nil, function() return 'n' end, nil) then
-      redis.call('DEL', lock)
-    end
-    return data
+  local data, err = read_held_data(data_key, lock, waiters, terms)
+  if err then
+    return err
   end
   return {2, data}
 end

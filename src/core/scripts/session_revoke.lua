@@ -6,8 +6,6 @@
 -- Returns 1.
 redis.call('DEL', KEYS[1])
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  if not hand_off(KEYS[2], KEYS[3], KEYS[4], nil, function() return 'n' end, nil) then
-    redis.call('DEL', KEYS[2])
-  end
+  pass_on(KEYS[2], KEYS[3], KEYS[4], nil, no_data)
 end
 return 1

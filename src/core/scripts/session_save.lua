@@ -27,8 +27,6 @@ local function payload()
   local data = redis.call('GET', data_key)
   return data and 'd' .. data or 'n'
 end
-if not hand_off(lock, KEYS[3], KEYS[4], nil, payload, nil) then
-  redis.call('DEL', lock)
-end
+pass_on(lock, KEYS[3], KEYS[4], nil, payload)
 mark_done(KEYS[5], ARGV[5])
 return 1
