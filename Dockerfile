@@ -30,5 +30,5 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=build /redis_lease.so /tmp/redis_lease.so
 RUN mv /tmp/redis_lease.so "$(php-config --extension-dir)/redis_lease.so" \
     && docker-php-ext-enable redis_lease \
-    && php -m | grep -qx redis_lease \
+    && php -m | grep -x redis_lease >/dev/null \
     && php --ri redis_lease

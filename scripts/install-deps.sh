@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(php8.2-dev php8.2-cli php8.2-fpm php-pear redis-server libclang-dev clang php8.2-redis)
 missing=()
 for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 # The packaging linters come from PyPI and npm (scripts/lint-packaging.sh).
 command -v node >/dev/null || missing+=(nodejs npm)

@@ -99,7 +99,7 @@ fi
 if [ -s "$RL_FAILURE_LOG" ]; then
     echo "run-phpt: checks that failed in some attempt (run-tests.php retries a failed test once"
     echo "run-phpt: when it uses sleep() or microtime(); a retried test that passed counts as passed):"
-    sed 's/^/run-phpt:   /' "$RL_FAILURE_LOG" | head -50
+    sed -n '1,50s/^/run-phpt:   /p' "$RL_FAILURE_LOG"
 fi
 
 report "$passed" "$failed"

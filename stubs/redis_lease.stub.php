@@ -79,7 +79,7 @@ namespace {
          * @throws \ValueError on an empty, over-long or '}'-first key, a ttl out of range, a malformed
          *         DSN, or a redis_lease.lock_prefix with braces.
          */
-        public function __construct(string $key, float $ttl = 30.0, ?string $dsn = null, bool $autoRenew = false) {}
+        public function __construct(string $key, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false) {}
 
         /**
          * Takes the lock, waiting up to `$wait` seconds for its holder to release it.
@@ -203,10 +203,10 @@ namespace {
          *        The DSN's `prefix=` is overridden by an explicit `prefix` option.
          * @throws \ValueError on a malformed DSN, an unknown option, or a bad option value.
          */
-        public function __construct(?string $dsn = null, array $options = []) {}
+        public function __construct(#[\SensitiveParameter] ?string $dsn = null, array $options = []) {}
 
         /** Nothing to do: the connection is made on first use and kept for the worker's next requests. */
-        public function open(string $path, string $name): bool {}
+        public function open(#[\SensitiveParameter] string $path, string $name): bool {}
 
         /** Unlocks the session if this request still holds it (session_abort(), read_and_close). */
         public function close(): bool {}

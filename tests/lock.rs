@@ -76,13 +76,17 @@ fn an_adopted_lease_counts_from_before_the_question() {
     let answered = Instant::now();
     resume.join().unwrap();
     let hold = lock.hold().unwrap();
-    assert!(hold.sent >= before);
+    // Redis ran the question 150 ms after it was sent and measured the time left
+    // then: the lease is counted from the moment of the question.
+    let expiry = answered + owned.left.unwrap();
+    assert!(hold.safe_until() > before);
     assert!(
-        hold.sent + Duration::from_millis(100) < answered,
-        "counted from the answer, {:?} after the question",
-        answered - hold.sent
+        hold.safe_until() + Duration::from_millis(100) < expiry,
+        "counted from the answer: {:?} before the expiry",
+        expiry - hold.safe_until()
     );
-    assert!(hold.safe_until() <= hold.sent + owned.left.unwrap());
+    // Renewals and refresh() extend it to the lock's ttl, not to what was left.
+    assert_eq!(hold.ttl, Duration::from_secs(2));
 }
 
 #[test]

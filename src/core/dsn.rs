@@ -611,10 +611,12 @@ impl Parser<'_> {
         })
     }
 
+    /// `user:password`, `:password`, or `password` alone (as Symfony's and
+    /// Predis's DSNs read it: a userinfo without ':' is a password, never shown).
     fn userinfo(&self, userinfo: &str) -> Result<Credentials> {
         let (user, pass) = match userinfo.split_once(':') {
             Some((u, p)) => (u, Some(p)),
-            None => (userinfo, None),
+            None => ("", Some(userinfo)),
         };
         let mut c = Credentials::default();
         if !user.is_empty() {
@@ -644,10 +646,14 @@ impl Parser<'_> {
         }
     }
 
+    /// A boolean option. An empty value (`?verify_peer`, `?verify_peer=`: a
+    /// template variable left unset) is refused: it must never turn a security
+    /// check off by accident.
     fn flag(&self, name: &str, v: &str) -> Result<bool> {
         match v {
             "1" | "true" | "yes" | "on" => Ok(true),
-            "0" | "false" | "no" | "off" | "" => Ok(false),
+            "0" | "false" | "no" | "off" => Ok(false),
+            "" => Err(self.fail(&format!("'{name}' needs a value, 0 or 1"))),
             _ => Err(self.fail(&format!("'{name}' must be 0 or 1"))),
         }
     }
@@ -880,6 +886,15 @@ mod tests {
             (None, Some("pw"))
         );
         assert_eq!(e.to_string(), "redis://:***@[::1]:7000/0");
+
+        // A userinfo without ':' is a password (Symfony, Predis), never a user name.
+        let e = parse("redis://S3cretPass@127.0.0.1").unwrap();
+        assert_eq!(
+            (e.auth.username.clone(), e.auth.password.as_deref()),
+            (None, Some("S3cretPass"))
+        );
+        assert_eq!(e.to_string(), "redis://:***@127.0.0.1:6379/0");
+        assert!(!e.redacted().contains("S3cret"));
     }
 
     #[test]
@@ -1073,6 +1088,15 @@ mod tests {
             "tls://h?stream[allow_self_signed]=1",
             "tls://h?stream[peer_name]=x",
             "rediss://h?verify_peer=maybe",
+            // A bare or empty boolean (an unset template variable) never turns a
+            // check off.
+            "rediss://h?verify_peer",
+            "rediss://h?verify_peer=",
+            "rediss://h?verify_peer_name",
+            "rediss://h?verify_peer_name=",
+            "tls://h?stream[verify_peer]=",
+            "tls://h?stream[verify_peer_name]",
+            "tls://h?stream[allow_self_signed]=",
             // Sentinel without a service; sentinel_auth elsewhere.
             "redis-sentinel://s1:26379",
             "redis-sentinel://s1:26379/",

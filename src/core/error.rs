@@ -2,7 +2,7 @@
 //! (see `php::errors`), so a variant exists only where PHP users must be able to
 //! tell the cases apart.
 
-use crate::core::lease::Token;
+use crate::core::token::Token;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

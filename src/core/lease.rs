@@ -19,16 +19,20 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::TryRngCore;
 use redis::{ErrorKind, FromRedisValue, Value};
 
 use crate::core::dsn::{Endpoint, Topology};
 use crate::core::error::{Error, Result};
+pub use crate::core::hold::Hold;
+use crate::core::hold::{millis, Kind};
 use crate::core::metrics::{self, Counter, Timing};
-use crate::core::pending;
+use crate::core::pending::{self, Leftover};
 use crate::core::pool::{self, connection_error, Conn};
 use crate::core::scripts;
-use crate::core::watchdog::Renewal;
+use crate::core::sentinel;
+pub use crate::core::token::Token;
+use crate::core::topology;
+use crate::core::watchdog;
 
 /// Longest lease or wait we accept: 30 days. Longer values are almost surely a
 /// unit mistake (milliseconds given as seconds), and would overflow Redis's PX.
@@ -47,45 +51,6 @@ const MAX_NAP: Duration = Duration::from_secs(1);
 /// nap waits for Redis's own timeout reply, and the connection stays.
 const BLPOP_SLACK: Duration = Duration::from_millis(5);
 const BLPOP_TICK: Duration = Duration::from_millis(150);
-
-/// How much earlier than the lease we assume it may end, to cover the clock
-/// difference between this host and Redis (Redlock's drift allowance).
-fn drift(ttl: Duration) -> Duration {
-    ttl / 100 + Duration::from_millis(2)
-}
-
-/// Until when, by our clock, a lease set for `ttl` no earlier than `sent` is
-/// surely still there.
-pub(crate) fn lease_end(sent: Instant, ttl: Duration) -> Instant {
-    sent + ttl.saturating_sub(drift(ttl))
-}
-
-/// A lease token: 128 random bits as 32 hex digits.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
-
-impl Token {
-    /// Fresh randomness from the OS for every token: a user-space generator seeded
-    /// once would repeat itself in both processes after fork().
-    pub fn generate() -> Token {
-        let mut bytes = [0u8; 16];
-        rand::rngs::OsRng
-            .try_fill_bytes(&mut bytes)
-            .expect("the OS random number generator failed");
-        Token(format!("{:032x}", u128::from_le_bytes(bytes)))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Enough to correlate log lines, not enough to forge a release.
-        write!(f, "Token({}…)", &self.0[..8])
-    }
-}
 
 /// The Redis keys of one lease. They share a hash tag, so they live in one
 /// Redis Cluster slot and one script may touch them all.
@@ -138,7 +103,19 @@ impl LeaseKeys {
 
     /// Marks an unlock by `token` as done, on a Cluster (see lib.lua's `mark_done`).
     pub fn done(&self, token: &Token) -> Vec<u8> {
-        [self.lock.as_slice(), b":done:", token.as_str().as_bytes()].concat()
+        self.marker(b"done", token)
+    }
+
+    /// A short-lived marker `<lock>:<what>:<token>`, in the lock's slot.
+    pub fn marker(&self, what: &[u8], token: &Token) -> Vec<u8> {
+        [
+            self.lock.as_slice(),
+            b":",
+            what,
+            b":",
+            token.as_str().as_bytes(),
+        ]
+        .concat()
     }
 }
 
@@ -171,60 +148,6 @@ pub fn check_lock_name(name: &[u8]) -> std::result::Result<(), &'static str> {
 /// takes a lease nobody holds, which then ends by itself like a crashed holder's.
 pub(crate) fn void_ttl(ttl: Duration) -> Duration {
     ttl + Duration::from_secs(60)
-}
-
-/// A lease we hold.
-#[derive(Clone, Debug)]
-pub struct Hold {
-    pub token: Token,
-    /// The fencing token; 0 until assigned (an uncontended acquire leaves it to
-    /// `Lease::fence`, on the holder's first request).
-    pub fence: i64,
-    pub ttl: Duration,
-    /// No later than the moment Redis set (or last extended) the lease: the lease
-    /// cannot end before `sent + ttl - drift` by this host's clock.
-    pub sent: Instant,
-    /// When we started to want the lease, for the wait-time metric.
-    pub acquired_at: Instant,
-    /// Set when the watchdog renews this lease (see `watchdog::renew`).
-    pub renewal: Option<Arc<Renewal>>,
-}
-
-impl Hold {
-    /// A hold that Redis set, for `ttl`, no earlier than `sent`.
-    pub fn new(token: Token, fence: i64, ttl: Duration, sent: Instant) -> Hold {
-        Hold {
-            token,
-            fence,
-            ttl,
-            sent,
-            acquired_at: sent,
-            renewal: None,
-        }
-    }
-
-    /// Until when, by our clock, nobody else can have this lease.
-    pub fn safe_until(&self) -> Instant {
-        let own = lease_end(self.sent, self.ttl);
-        match &self.renewal {
-            Some(r) if r.ended() => own.min(r.safe_until()).min(Instant::now()),
-            Some(r) => own.max(r.safe_until()),
-            None => own,
-        }
-    }
-
-    /// The watchdog found the lease taken or gone, or could not renew it before
-    /// it would end: it is not ours (any more than it is anybody's).
-    pub fn lost(&self) -> bool {
-        self.renewal.as_ref().is_some_and(|r| r.ended())
-    }
-
-    /// Ends the watchdog's renewals of this lease, if any: the holder let go.
-    pub fn stop_renewal(&self) {
-        if let Some(r) = &self.renewal {
-            r.stop();
-        }
-    }
 }
 
 /// What one attempt found.
@@ -285,12 +208,15 @@ impl Failure {
 pub(crate) trait Claim {
     type Won;
     fn ttl(&self) -> Duration;
-    /// Sends the claim script for `token`, which will still wait `will_wait`.
+    /// Sends the claim script for `token`, which will still wait `will_wait`,
+    /// and WAITs for what it granted (see `Lease::replicate_claim`); `generation`:
+    /// the Sentinel generation when the claim began.
     fn send(
         &self,
         lease: &Lease,
         token: &Token,
         will_wait: Duration,
+        generation: u64,
     ) -> std::result::Result<Value, Failure>;
     /// What an attempt that got the lease (status 1 or 2) yields, from the script's
     /// `detail`; the lease was set no earlier than `since`.
@@ -339,6 +265,16 @@ impl Lease {
         loop {
             let mut conn = Conn::checkout(&self.endpoint).map_err(Failure::NotSent)?;
             return match f(&mut conn) {
+                Ok(_) if conn.outdated(&self.endpoint) => {
+                    // The Sentinel master was replaced while the command ran: what
+                    // the old one answered may not survive. As after a broken link,
+                    // the caller settles it on the new master.
+                    drop(conn);
+                    Err(Failure::Broken(Error::Connection(format!(
+                        "The master of {} was replaced while a command ran",
+                        self.endpoint.location()
+                    ))))
+                }
                 Ok(v) => {
                     conn.recycle();
                     Ok(v)
@@ -408,17 +344,93 @@ impl Lease {
         Ok(Some(acks))
     }
 
-    /// With `wait_replicas`: a lease adopted after a lost reply was set by a
-    /// command whose WAIT never ran (perhaps on a master since replaced), so it is
-    /// renewed on this link and waited for.
-    fn replicate_adopted(&self, token: &Token, ttl: Duration) -> Result<()> {
+    /// With `wait_replicas`, after a claim script on `c` answered `reply`: a lease
+    /// it granted us is WAITed for on this link. Taken by this run (1), the script's
+    /// own SET is what WAIT counts. Handed to us earlier (2), or found again by a
+    /// resent command (a Cluster client runs a command again on a fresh link after
+    /// the first one broke, and its first run took it): this link wrote nothing,
+    /// so the lease is first extended on it, owner-checked, and that write is what
+    /// WAIT counts (the replication stream is in order: it covers the grant).
+    pub(crate) fn replicate_claim(
+        &self,
+        c: &mut Conn,
+        reply: &Value,
+        token: &Token,
+        ttl: Duration,
+    ) -> redis::RedisResult<Option<i64>> {
+        if self.endpoint.wait.is_none() {
+            return Ok(None);
+        }
+        let status = match reply {
+            Value::Array(v) => v.first(),
+            _ => None,
+        };
+        match status {
+            Some(Value::Int(1)) => self.wait_replicas(c, true),
+            Some(Value::Int(2)) => {
+                let (n, acks) = self.refresh_on(c, token, ttl)?;
+                Ok(if n == 1 { acks } else { Some(0) })
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// With `wait_replicas`: a lease handed to us by a release (whose WAIT counted
+    /// the releaser's link, not ours), or adopted after a lost reply (whose WAIT
+    /// never ran), is extended on our own link and waited for, as in
+    /// `replicate_claim`. `generation`: the Sentinel generation when the claim began.
+    fn replicate_grant(
+        &self,
+        token: &Token,
+        ttl: Duration,
+        generation: u64,
+    ) -> std::result::Result<(), Failure> {
         if self.endpoint.wait.is_none() {
             return Ok(());
         }
-        let (_, acks) = self
-            .call(|c| self.refresh_on(c, token, ttl))
-            .map_err(Failure::into_error)?;
-        self.replicated(acks, "The lock was taken")
+        let (n, acks) = self.call(|c| self.refresh_on(c, token, ttl))?;
+        let acks = if n == 1 { acks } else { Some(0) };
+        self.claim_replicated(acks, token, generation, "The lock was handed over")
+    }
+
+    /// A claim's WAIT came back with `acks`: too few, and the lease is given back
+    /// (a failover could grant it again), unless the master was replaced meanwhile:
+    /// then the outcome is settled on the new master, as after a broken link.
+    pub(crate) fn claim_replicated(
+        &self,
+        acks: Option<i64>,
+        token: &Token,
+        generation: u64,
+        what: &str,
+    ) -> std::result::Result<(), Failure> {
+        match self.replicated(acks, what) {
+            Ok(()) => Ok(()),
+            Err(e) if self.switched_since(generation) => Err(Failure::Broken(e)),
+            Err(e) => {
+                let _ = self.release_token(token);
+                Err(Failure::Reply(e))
+            }
+        }
+    }
+
+    /// Whether the Sentinel master changed since `generation` (asking the
+    /// sentinels, for a subscription may not have told us yet).
+    pub(crate) fn switched_since(&self, generation: u64) -> bool {
+        generation != 0
+            && (sentinel::generation(&self.endpoint) != generation
+                || topology::ask_master(&self.endpoint).is_some_and(|(_, g)| g != generation))
+    }
+
+    /// Has the watchdog look after `hold` (see `watchdog::watch`).
+    pub fn watch(&self, hold: &mut Hold, kind: Kind, renew: bool, generation: u64) {
+        watchdog::watch(
+            &self.endpoint,
+            &self.keys.lock,
+            hold,
+            kind,
+            renew,
+            generation,
+        );
     }
 
     /// Runs refresh.lua for `token` on `c` (1: extended to `ttl`, 0: not ours),
@@ -435,6 +447,11 @@ impl Lease {
             .arg(millis(ttl))
             .invoke(&mut c.inner)?;
         Ok((n, self.wait_replicas(c, n == 1)?))
+    }
+
+    /// Whether fewer replicas than `wait_replicas` acknowledged (`acks`).
+    pub(crate) fn short(&self, acks: Option<i64>) -> bool {
+        matches!((self.endpoint.wait, acks), (Some(w), Some(n)) if n < i64::from(w.replicas))
     }
 
     /// An error when fewer replicas than `wait_replicas` acknowledged `what`.
@@ -478,6 +495,7 @@ impl Lease {
     /// returns `Error::Unresolved` with the token for the caller to settle.
     pub(crate) fn claim<C: Claim>(&self, c: &C, wait: Duration) -> Result<Waited<C::Won>> {
         pending::settle(&self.endpoint)?;
+        let generation = sentinel::generation(&self.endpoint);
         let deadline = Instant::now() + wait;
         let mut token = Token::generate();
         let mut contended = false;
@@ -488,7 +506,7 @@ impl Lease {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let sent = Instant::now();
-            let attempt = match c.send(self, &token, left) {
+            let attempt = match c.send(self, &token, left, generation) {
                 Ok(reply) => self.parse_attempt(c, reply, &token, sent, busy_since.unwrap_or(sent)),
                 Err(Failure::TimedOut(e)) => return Err(unresolved(&e, token)),
                 Err(Failure::Broken(first)) => {
@@ -499,8 +517,8 @@ impl Lease {
                     match self.resolve(&token, c.ttl()) {
                         Ok(Some(owned)) => {
                             metrics::incr(Counter::UncertainResolved);
-                            if let Err(e) = self.replicate_adopted(&token, c.ttl()) {
-                                return Err(self.give_up(&token, true, c.ttl(), e));
+                            if let Err(f) = self.replicate_grant(&token, c.ttl(), generation) {
+                                return Err(self.give_up(&token, true, c.ttl(), f.into_error()));
                             }
                             let since = busy_since.unwrap_or(sent);
                             Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
@@ -550,9 +568,12 @@ impl Lease {
                         Ok(Some(payload)) => {
                             metrics::incr(Counter::Wakeups);
                             let won = match parse_handoff(&payload) {
-                                Some((fence, rest)) => {
-                                    c.handed(self, token.clone(), fence, rest, sent)
-                                }
+                                Some((fence, rest)) => self
+                                    .replicate_grant(&token, c.ttl(), generation)
+                                    .map_err(Failure::into_error)
+                                    .and_then(|()| {
+                                        c.handed(self, token.clone(), fence, rest, sent)
+                                    }),
                                 None => Err(self.unexpected(&"a malformed wake-up")),
                             };
                             return match won {
@@ -641,6 +662,9 @@ impl Lease {
                 .query::<Option<(Vec<u8>, Vec<u8>)>>(&mut conn.inner)
         });
         match res {
+            // A grant made on a Sentinel master since replaced may not survive: the
+            // next attempt asks the new one.
+            Ok(_) if conn.outdated(&self.endpoint) => Ok(None),
             Ok(popped) => {
                 conn.reset_read_timeout()
                     .map_err(|e| connection_error(&self.endpoint, "Lost the connection to", &e))?;
@@ -747,8 +771,11 @@ impl Lease {
     /// `maybe_done`: an earlier release of this hold may have run (it timed out); a
     /// lease found gone before it could have expired is then ours, released.
     /// A release that times out is reported as `Error::Unresolved`.
+    ///
+    /// A hold the watchdog gave up on (it could not confirm a renewal in time) may
+    /// still be ours on Redis: it is released all the same, and handed on.
     pub fn release(&self, hold: &Hold, maybe_done: bool) -> Result<bool> {
-        hold.stop_renewal();
+        hold.stop_watch();
         // A release that a failover loses only delays the next holder (its lease
         // ends by itself): a WAIT shortfall is counted, not reported.
         let run = |c: &mut Conn| {
@@ -777,7 +804,8 @@ impl Lease {
         if released {
             metrics::incr(Counter::LockReleased);
             metrics::observe(Timing::LockHold, hold.acquired_at.elapsed());
-        } else {
+        } else if !hold.lost() {
+            // (The watchdog counted it when it gave the hold up.)
             metrics::incr(Counter::LockLost);
         }
         Ok(released)
@@ -803,10 +831,10 @@ impl Lease {
     /// end of a request, which may have many leases to free) it does not even try
     /// an endpoint that failed a moment ago, so K leftovers cost one timeout, not K.
     pub fn release_or_defer(&self, hold: &Hold, maybe_done: bool, teardown: bool) {
-        hold.stop_renewal();
-        let skip = teardown && pool::recently_failed(&self.endpoint);
+        hold.stop_watch();
+        let skip = hold.unanswered() || (teardown && pool::recently_failed(&self.endpoint));
         if skip || self.release(hold, maybe_done).is_err() {
-            pending::defer(self.clone(), hold.token.clone(), hold.ttl);
+            self.defer(hold.token.clone(), hold.ttl);
         }
     }
 
@@ -814,22 +842,36 @@ impl Lease {
     pub fn abandon_or_defer(&self, token: Token, ttl: Duration, teardown: bool) {
         let skip = teardown && pool::recently_failed(&self.endpoint);
         if skip || self.abandon(&token, ttl).is_err() {
-            pending::defer(self.clone(), token, ttl);
+            self.defer(token, ttl);
         }
     }
 
-    /// Extends `hold` to `ttl` from now. False when it was no longer ours.
+    /// Leaves `token` (of a lease of `ttl`) to be abandoned by this process's next
+    /// call to the endpoint (see `pending`).
+    pub(crate) fn defer(&self, token: Token, ttl: Duration) {
+        let left = Abandon {
+            lease: self.clone(),
+            token,
+            ttl,
+        };
+        pending::defer(Box::new(left), void_ttl(ttl));
+    }
+
+    /// Sets `hold` to end `ttl` from now. False when it was no longer ours.
     pub fn refresh(&self, hold: &mut Hold, ttl: Duration) -> Result<bool> {
         let sent = Instant::now();
-        let (n, acks) = self.call_idempotent(|c| self.refresh_on(c, &hold.token, ttl))?;
-        let ok = n == 1;
-        self.replicated(acks, "The lease was extended")?;
+        // Until answered (and, with wait_replicas, replicated), nothing is counted
+        // on past what this refresh may leave, nor past what was there before.
+        hold.refreshing(sent, ttl);
+        let answer = self
+            .call_idempotent(|c| self.refresh_on(c, &hold.token, ttl))
+            .and_then(|(n, acks)| {
+                self.replicated(acks, "The lease was extended")?;
+                Ok(n == 1)
+            });
+        hold.refreshed(sent, ttl, answer.as_ref().ok().copied());
+        let ok = answer?;
         if ok {
-            hold.ttl = ttl;
-            hold.sent = sent;
-            if let Some(r) = &hold.renewal {
-                r.extended(sent, ttl);
-            }
             metrics::incr(Counter::LockRenewals);
         } else {
             metrics::incr(Counter::LockLost);
@@ -918,6 +960,23 @@ impl Lease {
     }
 }
 
+/// A token to give up on when Redis answers again (see `pending`).
+struct Abandon {
+    lease: Lease,
+    token: Token,
+    ttl: Duration,
+}
+
+impl Leftover for Abandon {
+    fn endpoint(&self) -> &Endpoint {
+        &self.lease.endpoint
+    }
+
+    fn settle(&self) -> Result<()> {
+        self.lease.abandon(&self.token, self.ttl)
+    }
+}
+
 /// Claiming a named lock: acquire.lua, and the fencing token with the lease.
 struct LockClaim {
     ttl: Duration,
@@ -935,6 +994,7 @@ impl Claim for LockClaim {
         lease: &Lease,
         token: &Token,
         will_wait: Duration,
+        generation: u64,
     ) -> std::result::Result<Value, Failure> {
         let (reply, acks) = lease.call(|c| {
             let reply: Value = scripts::ACQUIRE
@@ -947,16 +1007,10 @@ impl Claim for LockClaim {
                 .arg(millis(self.ttl))
                 .arg(millis(will_wait))
                 .invoke(&mut c.inner)?;
-            // Only a lock this attempt took was written by this link.
-            let took = matches!(&reply, Value::Array(v) if v.first() == Some(&Value::Int(1)));
-            let acks = lease.wait_replicas(c, took)?;
+            let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
             Ok((reply, acks))
         })?;
-        if let Err(e) = lease.replicated(acks, "The lock was taken") {
-            // A lock a failover could grant again is not held: give it back.
-            let _ = lease.release_token(token);
-            return Err(Failure::Reply(e));
-        }
+        lease.claim_replicated(acks, token, generation, "The lock was taken")?;
         Ok(reply)
     }
 
@@ -1039,10 +1093,6 @@ pub(crate) fn pttl_duration(pttl: i64) -> Option<Duration> {
         -1 => None,
         n => Some(Duration::from_millis(n.max(0) as u64)),
     }
-}
-
-pub(crate) fn millis(d: Duration) -> u64 {
-    d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
 /// Checks a ttl or wait given in seconds by a user. A positive ttl shorter than a

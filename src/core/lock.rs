@@ -5,15 +5,20 @@
 //! (it may still run). Every later call settles them first, so a token is never
 //! used again once its release was sent, and an acquire's lease is never left
 //! to nobody.
+//!
+//! A hold the watchdog gave up on (a renewal it could not confirm in time, a
+//! failover) is no longer counted on, but is kept until released: Redis may still
+//! keep it, and only the owner-checked release hands it on at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::error::{Error, Result};
+use crate::core::hold::Kind;
 use crate::core::lease::{Hold, Lease, Owned, Token};
 use crate::core::request;
-use crate::core::watchdog::{self, Kind};
+use crate::core::sentinel;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -71,16 +76,16 @@ impl Lock {
         self.hold.as_ref().map(|h| &h.token)
     }
 
-    fn set_hold(&mut self, mut hold: Option<Hold>) {
+    /// Takes `hold` (taken or found while the Sentinel generation was
+    /// `generation`) as ours, watched as it needs.
+    fn set_hold(&mut self, mut hold: Option<Hold>, generation: u64) {
         if let Some(old) = &self.hold {
             if hold.as_ref().is_none_or(|h| h.token != old.token) {
-                old.stop_renewal();
+                old.stop_watch();
             }
         }
         if let Some(h) = &mut hold {
-            if self.auto_renew {
-                watchdog::renew(&self.lease, h, Kind::Lock);
-            }
+            self.lease.watch(h, Kind::Lock, self.auto_renew, generation);
         }
         match &hold {
             Some(h) => request::track(self.id, &self.lease, h),
@@ -96,19 +101,20 @@ impl Lock {
     /// token is never used again (the late release could otherwise delete the
     /// lease we believe we hold).
     fn settle(&mut self, release: bool) -> Result<()> {
-        // The watchdog found the lease gone: there is nothing to release or extend.
-        if self.hold.as_ref().is_some_and(Hold::lost) && !self.release_sent {
-            self.set_hold(None);
-        }
         if let Some(token) = self.unresolved.clone() {
             // The lease, if ours, was set before we asked: it ends no earlier than
-            // `asked` plus what Redis says is left.
+            // `asked` plus what Redis says is left; renewals extend it to the ttl.
+            let generation = sentinel::generation(&self.lease.endpoint);
             let asked = Instant::now();
             let found = self.lease.resolve(&token, self.ttl)?;
             self.unresolved = None;
-            if let Some(owned) = found {
-                let left = owned.left.unwrap_or(self.ttl);
-                self.set_hold(Some(Hold::new(token, owned.fence, left, asked)));
+            if let Some(Owned { left, fence, .. }) = found {
+                let hold = Hold::found(token, fence, self.ttl, asked, left);
+                self.set_hold(Some(hold), generation);
+                // With wait_replicas: the acquire's WAIT never ran.
+                if self.lease.endpoint.wait.is_some() {
+                    self.refresh(self.ttl)?;
+                }
             }
         }
         if release && self.release_sent {
@@ -116,7 +122,7 @@ impl Lock {
                 self.lease.release(&hold, true)?;
             }
             self.release_sent = false;
-            self.set_hold(None);
+            self.set_hold(None, 0);
         }
         Ok(())
     }
@@ -133,10 +139,16 @@ impl Lock {
         if self.renew_held()? {
             return Ok(true);
         }
+        // A hold the watchdog gave up on may still be ours on Redis: let it go
+        // first (handing it to whoever waits), or we would queue behind ourselves.
+        if self.hold.is_some() {
+            self.release()?;
+        }
+        let generation = sentinel::generation(&self.lease.endpoint);
         match self.lease.acquire(self.ttl, wait) {
             Ok(hold) => {
                 let got = hold.is_some();
-                self.set_hold(hold);
+                self.set_hold(hold, generation);
                 Ok(got)
             }
             Err(Error::Unresolved { message, token }) => {
@@ -147,18 +159,29 @@ impl Lock {
         }
     }
 
-    /// True when the lock was ours and is now free; false when we had lost it or
-    /// never held it.
+    /// True when the lock was ours throughout and is now free (or handed to the
+    /// next waiter); false when we had lost it or never held it. A hold the
+    /// watchdog gave up on (false: we could not count on it to the end) is
+    /// released all the same: Redis may still keep it, and the next holder should
+    /// not wait for its expiry.
     pub fn release(&mut self) -> Result<bool> {
         self.settle(false)?;
         let Some(hold) = self.hold.clone() else {
             return Ok(false);
         };
+        if hold.unanswered() {
+            // Redis stopped answering the watchdog: the delete is left to this
+            // process's next call there, rather than waiting for a timeout now.
+            self.lease.release_or_defer(&hold, self.release_sent, false);
+            self.release_sent = false;
+            self.set_hold(None, 0);
+            return Ok(false);
+        }
         match self.lease.release(&hold, self.release_sent) {
             Ok(released) => {
                 self.release_sent = false;
-                self.set_hold(None);
-                Ok(released)
+                self.set_hold(None, 0);
+                Ok(released && !hold.lost())
             }
             Err(e) => {
                 // Still ours as far as we know; the next call settles it.
@@ -168,14 +191,19 @@ impl Lock {
         }
     }
 
-    /// Extends our lease to `ttl` from now. False when it was no longer ours.
+    /// Sets our lease to end `ttl` from now. False when it was no longer ours
+    /// (then we forget it), or the watchdog gave it up (then it is kept for the
+    /// release, but not extended: its holder may have been told it is lost).
     pub fn refresh(&mut self, ttl: Duration) -> Result<bool> {
         self.settle(true)?;
         let Some(mut hold) = self.hold.clone() else {
             return Ok(false);
         };
+        if hold.lost() {
+            return Ok(false);
+        }
         let ok = self.lease.refresh(&mut hold, ttl)?;
-        self.set_hold(ok.then_some(hold));
+        self.set_hold(ok.then_some(hold), 0);
         Ok(ok)
     }
 
@@ -183,26 +211,27 @@ impl Lock {
     /// trip); `None` when we do not hold the lock, or Redis says it was lost.
     pub fn fence(&mut self) -> Result<Option<i64>> {
         self.settle(true)?;
-        let Some(mut hold) = self.hold.clone() else {
+        let Some(mut hold) = self.hold.clone().filter(|h| !h.lost()) else {
             return Ok(None);
         };
         if hold.fence != 0 {
             return Ok(Some(hold.fence));
         }
         let fence = self.lease.fence(&mut hold)?;
-        self.set_hold(fence.is_some().then_some(hold));
+        self.set_hold(fence.is_some().then_some(hold), 0);
         Ok(fence)
     }
 
-    /// What Redis says about our hold; `None` when we do not hold the lock.
+    /// What Redis says about our hold; `None` when we do not hold the lock (or
+    /// the watchdog gave it up).
     pub fn inspect(&mut self) -> Result<Option<Owned>> {
         self.settle(true)?;
-        let Some(token) = self.token().cloned() else {
+        let Some(token) = self.hold().map(|h| h.token.clone()) else {
             return Ok(None);
         };
         let found = self.lease.inspect(&token)?;
         if found.is_none() {
-            self.set_hold(None);
+            self.set_hold(None, 0);
         }
         Ok(found)
     }

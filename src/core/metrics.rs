@@ -45,6 +45,7 @@ named!(Counter {
     Retries => "retries", "Commands retried on a fresh connection after an uncertain failure.";
     UncertainResolved => "uncertain_resolved", "Uncertain outcomes resolved by asking Redis again.";
     MasterChanges => "master_changes", "Masters found at a new address through Sentinel (failovers seen by this process).";
+    FailoverLost => "failover_lost", "Holds (locks and sessions) that a new Sentinel master did not have: taken on the old master, or lost with it.";
     WaitShortfalls => "wait_shortfalls", "Writes that fewer replicas than wait_replicas acknowledged in time (reported as failed).";
 });
 

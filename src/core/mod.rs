@@ -2,6 +2,7 @@
 
 pub mod dsn;
 pub mod error;
+pub mod hold;
 pub mod lease;
 pub mod lock;
 pub mod metrics;
@@ -10,6 +11,8 @@ pub mod pid;
 pub mod pool;
 pub mod request;
 pub mod scripts;
+pub mod sentinel;
 pub mod session;
+pub mod token;
 pub mod topology;
 pub mod watchdog;

@@ -4,9 +4,9 @@
 //! process's next call to the same endpoint, so a session or lock is not blocked
 //! for a whole lease because one release went unanswered.
 //!
-//! Settling is `Lease::abandon`: free the lease if the token holds it, and
-//! otherwise take the token out of the queue and void it. An entry is dropped
-//! once it can no longer matter (see `void_ttl`), or when the list is full.
+//! Settling is the leftover's own business (for a lease: free it if the token
+//! holds it, and otherwise take the token out of the queue and void it). An
+//! entry is dropped once it can no longer matter, or when the list is full.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -15,16 +15,20 @@ use parking_lot::Mutex;
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
-use crate::core::lease::{void_ttl, Lease, Token};
 
 /// More leftovers than this means Redis has been gone for a long time; the
 /// oldest are dropped (their leases end by themselves).
 const MAX_ENTRIES: usize = 1024;
 
+/// Something to settle with Redis at `endpoint()`, when it answers again.
+pub(crate) trait Leftover: Send {
+    fn endpoint(&self) -> &Endpoint;
+    /// Settles it; an error reply is final, any other error means "try later".
+    fn settle(&self) -> Result<()>;
+}
+
 struct Entry {
-    lease: Lease,
-    token: Token,
-    ttl: Duration,
+    left: Box<dyn Leftover>,
     until: Instant,
 }
 
@@ -45,17 +49,15 @@ fn with_entries<T>(f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
     out
 }
 
-/// Leaves `token` of `lease` to be settled later.
-pub(crate) fn defer(lease: Lease, token: Token, ttl: Duration) {
+/// Leaves `left` to be settled later, for as long as it can matter (`keep`).
+pub(crate) fn defer(left: Box<dyn Leftover>, keep: Duration) {
     with_entries(|entries| {
         if entries.len() >= MAX_ENTRIES {
             entries.remove(0);
         }
         entries.push(Entry {
-            lease,
-            token,
-            ttl,
-            until: Instant::now() + void_ttl(ttl),
+            left,
+            until: Instant::now() + keep,
         });
     });
 }
@@ -72,13 +74,13 @@ pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
         entries.retain(|e| e.until > now);
         let (mine, rest) = std::mem::take(entries)
             .into_iter()
-            .partition(|e| *e.lease.endpoint == *ep);
+            .partition(|e| *e.left.endpoint() == *ep);
         *entries = rest;
         mine
     });
     let mut mine = mine.into_iter();
     while let Some(entry) = mine.next() {
-        match entry.lease.abandon(&entry.token, entry.ttl) {
+        match entry.left.settle() {
             Ok(()) => {}
             // An error reply will not go away by asking again: drop the entry.
             Err(Error::Reply(_)) => {}

@@ -3,14 +3,17 @@
 //! A php-fpm worker serves thousands of requests; reconnecting for each would add
 //! a TCP (and TLS) handshake, AUTH and SELECT to every request. Links are made
 //! lazily (never in MINIT, which runs in the php-fpm master before it forks),
-//! replaced when broken, and forgotten in a forked child: parent and child must
-//! never share one socket, or their replies interleave. What a link is (one node,
-//! a Sentinel's master, a Cluster) is `topology`'s business.
+//! replaced when broken, closed once idle for `idle_timeout` (by the watchdog
+//! thread, see `sweep`), and forgotten in a forked child: parent and child must
+//! never share one socket, or their replies interleave. What a link is (one
+//! node, a Sentinel's master, a Cluster) is `topology`'s business; whether a
+//! link to a Sentinel master still goes to the master is `sentinel`'s.
 //!
 //! A link is taken out of the pool for the duration of one command. If the
 //! command fails mid-way, the caller drops it instead of returning it, so a link
 //! with an unread reply pending is never reused.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -18,41 +21,59 @@ use parking_lot::Mutex;
 use crate::core::dsn::{Endpoint, Identity};
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter};
+use crate::core::pid::PerProcess;
+use crate::core::sentinel::{self, Trust};
 use crate::core::topology::{self, Link};
 
+struct Idle {
+    id: Identity,
+    link: Link,
+    read_timeout: Duration,
+    since: Instant,
+}
+
+#[derive(Default)]
 struct Pool {
-    pid: u32,
     /// A worker talks to one or two endpoints: a short list beats hashing.
-    idle: Vec<(Identity, Link, Duration)>,
+    idle: Vec<Idle>,
     /// When each endpoint last failed to connect or answer (see `recently_failed`).
     failed: Vec<(Identity, Instant)>,
 }
 
-impl Pool {
-    fn new(pid: u32) -> Pool {
-        Pool {
-            pid,
-            idle: Vec::new(),
-            failed: Vec::new(),
-        }
-    }
-}
-
-static POOL: Mutex<Option<Pool>> = Mutex::new(None);
+static POOL: PerProcess<Mutex<Pool>> = PerProcess::new();
 
 /// Runs `f` on this process's pool (a fresh one after fork).
 fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> T {
-    let mut guard = POOL.lock();
-    let pid = crate::core::pid::current();
-    if guard.as_ref().is_none_or(|p| p.pid != pid) {
-        // First use, or first use after fork(): the inherited sockets belong to the
-        // parent. Dropping them only closes this process's copies of the
-        // descriptors (redis-rs sends nothing and calls no shutdown() on drop), so
-        // the parent's connections are untouched.
-        drop(guard.take());
-        *guard = Some(Pool::new(pid));
+    let pool = POOL.get(
+        || Mutex::new(Pool::default()),
+        |parent| {
+            // The parent's sockets: closing this process's copies of the
+            // descriptors (redis-rs sends nothing and calls no shutdown() on drop)
+            // leaves the parent's connections untouched. Its pool may have been
+            // locked by its watchdog thread at the fork: then they are leaked.
+            if let Some(mut p) = parent.try_lock() {
+                p.idle.clear();
+            }
+        },
+    );
+    f(&mut pool.lock())
+}
+
+/// How long an unused link stays open, in ms; 0: for ever.
+static IDLE_TIMEOUT_MS: AtomicU64 = AtomicU64::new(60_000);
+
+/// Sets how long an unused link stays open (`None`: for ever).
+pub fn set_idle_timeout(t: Option<Duration>) {
+    let ms = t.map_or(0, |t| (t.as_millis() as u64).max(1));
+    IDLE_TIMEOUT_MS.store(ms, Ordering::Relaxed);
+}
+
+/// How long an unused link stays open; `None`: for ever.
+pub fn idle_timeout() -> Option<Duration> {
+    match IDLE_TIMEOUT_MS.load(Ordering::Relaxed) {
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
     }
-    f(guard.as_mut().expect("just set"))
 }
 
 /// A link borrowed from the pool. Give it back with [`Conn::recycle`] once its
@@ -64,19 +85,21 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Takes this process's link to `ep`, connecting if there is none.
+    /// Takes this process's link to `ep`, connecting if there is none (or if the
+    /// one there goes to a Sentinel master that is no longer the master).
     pub fn checkout(ep: &Endpoint) -> Result<Conn> {
         let pooled = with_pool(|pool| {
             pool.idle
                 .iter()
-                .position(|(id, _, _)| ep.is(id))
+                .position(|i| ep.is(&i.id))
                 .map(|i| pool.idle.swap_remove(i))
         });
+        let pooled = pooled.and_then(|mut i| still_master(ep, &mut i.link).then_some(i));
         let mut conn = match pooled {
-            Some((id, inner, read_timeout)) => Conn {
-                id,
-                inner,
-                read_timeout,
+            Some(i) => Conn {
+                id: i.id,
+                inner: i.link,
+                read_timeout: i.read_timeout,
             },
             None => {
                 let inner = topology::open(ep).inspect_err(|_| {
@@ -102,15 +125,19 @@ impl Conn {
     /// Returns the link to the pool for the next command: its endpoint answered,
     /// so it has not failed recently any more.
     pub fn recycle(self) {
-        let mut guard = POOL.lock();
-        if let Some(pool) = guard.as_mut() {
-            if pool.pid == crate::core::pid::current() {
-                if !pool.failed.is_empty() {
-                    pool.failed.retain(|(id, _)| *id != self.id);
-                }
-                pool.idle.push((self.id, self.inner, self.read_timeout));
-            }
+        let Some(pool) = POOL.current() else {
+            return;
+        };
+        let mut pool = pool.lock();
+        if !pool.failed.is_empty() {
+            pool.failed.retain(|(id, _)| *id != self.id);
         }
+        pool.idle.push(Idle {
+            id: self.id,
+            link: self.inner,
+            read_timeout: self.read_timeout,
+            since: Instant::now(),
+        });
     }
 
     /// Sets the read timeout for the next command (a blocking one waits longer).
@@ -121,6 +148,60 @@ impl Conn {
     pub(crate) fn reset_read_timeout(&mut self) -> redis::RedisResult<()> {
         self.inner.set_read_timeout(self.read_timeout)
     }
+
+    /// Whether the Sentinel master this link goes to was replaced since it was
+    /// checked out: what it answered may not survive (see `sentinel`).
+    pub(crate) fn outdated(&self, ep: &Endpoint) -> bool {
+        self.inner
+            .master
+            .as_ref()
+            .is_some_and(|m| m.generation != sentinel::generation(ep))
+    }
+}
+
+/// Whether a pooled `link` to `ep` may be used as it is: for a Sentinel master,
+/// only while it is still the master (asking the sentinels when no subscription
+/// vouches for it; when none answers, the link is kept: nobody knows better).
+fn still_master(ep: &Endpoint, link: &mut Link) -> bool {
+    let Some(m) = &mut link.master else {
+        return true;
+    };
+    match sentinel::trust(ep, m.generation, m.verified) {
+        Trust::Yes => true,
+        Trust::Stale => false,
+        Trust::Verify => match topology::ask_master(ep) {
+            Some((addr, generation)) if addr == m.addr && generation == m.generation => {
+                m.verified = Instant::now();
+                true
+            }
+            Some(_) => false,
+            None => true,
+        },
+    }
+}
+
+/// Closes links unused for `idle_timeout`. When links remain: the moment the
+/// next one will have been idle that long (for the watchdog's next sweep).
+pub fn sweep() -> Option<Instant> {
+    let timeout = idle_timeout()?;
+    let pool = POOL.current()?;
+    let closed: Vec<Idle> = {
+        let mut pool = pool.lock();
+        let (old, young) = std::mem::take(&mut pool.idle)
+            .into_iter()
+            .partition(|i| i.since.elapsed() >= timeout);
+        pool.idle = young;
+        old
+    };
+    // Closed outside the lock.
+    drop(closed);
+    let pool = pool.lock();
+    pool.idle.iter().map(|i| i.since + timeout).min()
+}
+
+/// How many links the pool keeps (for tests and the watchdog).
+pub fn idle_links() -> usize {
+    POOL.current().map_or(0, |p| p.lock().idle.len())
 }
 
 /// Notes that `ep` could not be reached or did not answer in time.

@@ -16,12 +16,12 @@ use redis::{FromRedisValue, Value};
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
-use crate::core::lease::{millis, Claim, Failure, Hold, Lease, LeaseKeys, Owned, Token};
+use crate::core::hold::{millis, Kind};
+use crate::core::lease::{Claim, Failure, Hold, Lease, LeaseKeys, Owned, Token};
 use crate::core::metrics::{self, Counter, Timing};
-use crate::core::pending;
 use crate::core::pool::Conn;
 use crate::core::scripts;
-use crate::core::watchdog::{self, Kind};
+use crate::core::sentinel;
 
 /// phpredis's default key prefix, so sessions survive a switch from it.
 pub const DEFAULT_PREFIX: &str = "PHPREDIS_SESSION:";
@@ -231,20 +231,26 @@ impl Claim for SessionClaim<'_> {
         lease: &Lease,
         token: &Token,
         will_wait: Duration,
+        generation: u64,
     ) -> std::result::Result<Value, Failure> {
-        lease.call(|c| {
-            scripts::SESSION_OPEN
+        let ttl = self.config.lock_ttl;
+        let (reply, acks) = lease.call(|c| {
+            let reply: Value = scripts::SESSION_OPEN
                 .key(lease.keys.data.as_deref().unwrap_or_default())
                 .key(&lease.keys.lock)
                 .key(&lease.keys.waiters)
                 .key(&lease.keys.terms)
                 .key(lease.keys.void(token))
                 .arg(token.as_str())
-                .arg(millis(self.config.lock_ttl))
+                .arg(millis(ttl))
                 .arg(millis(will_wait))
                 .arg(self.config.max_waiters)
-                .invoke(&mut c.inner)
-        })
+                .invoke(&mut c.inner)?;
+            let acks = lease.replicate_claim(c, &reply, token, ttl)?;
+            Ok((reply, acks))
+        })?;
+        lease.claim_replicated(acks, token, generation, "The session was locked")?;
+        Ok(reply)
     }
 
     fn won(
@@ -326,6 +332,7 @@ impl SessionStore {
             return Ok((session(Mode::Unlocked), data));
         }
         let started = Instant::now();
+        let generation = sentinel::generation(&self.endpoint);
         let claim = SessionClaim {
             config: &self.config,
             id,
@@ -335,7 +342,7 @@ impl SessionStore {
             Err(Error::Unresolved { message, token }) => {
                 // Our token may hold the lock, or a place in the queue, and no later
                 // call of this request will know it: settle it on the next call.
-                pending::defer(lease.clone(), token, self.config.lock_ttl);
+                lease.defer(token, self.config.lock_ttl);
                 return Err(Error::Connection(message));
             }
             Err(e) => return Err(e),
@@ -343,9 +350,7 @@ impl SessionStore {
         match waited.result {
             Some((mut hold, data)) => {
                 hold.acquired_at = started;
-                if self.config.lock_renew {
-                    watchdog::renew(&lease, &mut hold, Kind::Session);
-                }
+                lease.watch(&mut hold, Kind::Session, self.config.lock_renew, generation);
                 metrics::incr(Counter::SessionLocked);
                 if waited.contended {
                     metrics::incr(Counter::SessionContended);
@@ -426,7 +431,17 @@ impl SessionStore {
                     let acks = s.lease.wait_replicas(c, n == 1)?;
                     Ok((n, acks))
                 };
-                let (ok, acks) = match s.lease.call(run) {
+                let generation = sentinel::generation(&s.lease.endpoint);
+                let first = match s.lease.call(run) {
+                    // Saved on a master that could not replicate it, and a failover
+                    // named a new master meanwhile: as after a broken link, the save
+                    // runs again there (where our lease is, if it was replicated).
+                    Ok((1, acks)) if s.lease.short(acks) && s.lease.switched_since(generation) => {
+                        Err(Failure::Broken(Error::Connection(String::new())))
+                    }
+                    other => other,
+                };
+                let (ok, acks) = match first {
                     Ok((n, acks)) => (n == 1, acks),
                     Err(Failure::Broken(_)) => {
                         // The script may have run. Run it again: it is owner-checked, so
@@ -453,7 +468,7 @@ impl SessionStore {
                     }
                 };
                 s.mode = Mode::Done;
-                hold.stop_renewal();
+                hold.stop_watch();
                 if ok {
                     metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
                     s.lease.replicated(acks, "The session was saved")?;
@@ -496,8 +511,8 @@ impl SessionStore {
     /// its unlock is left to this process's next call (or the lease's end).
     fn abandon(s: &mut Session, hold: Hold, f: Failure) -> Error {
         s.mode = Mode::Done;
-        hold.stop_renewal();
-        pending::defer(s.lease.clone(), hold.token, hold.ttl);
+        hold.stop_watch();
+        s.lease.defer(hold.token, hold.ttl);
         f.into_error()
     }
 
@@ -557,7 +572,7 @@ impl SessionStore {
         let Mode::Locked(hold) = mode else {
             return Ok(true);
         };
-        hold.stop_renewal();
+        hold.stop_watch();
         match s.lease.release_token(&hold.token) {
             Ok(freed) => {
                 if freed {
@@ -568,7 +583,7 @@ impl SessionStore {
                 Ok(freed)
             }
             Err(e) => {
-                pending::defer(s.lease.clone(), hold.token, hold.ttl);
+                s.lease.defer(hold.token, hold.ttl);
                 Err(e)
             }
         }
@@ -602,12 +617,18 @@ impl SessionStore {
     }
 
     fn revoke(&self, lease: &Lease) -> Result<()> {
+        // One marker per revocation, so that running it again (after a lost reply)
+        // does not revoke the next holder as well.
+        let nonce = Token::generate();
+        let keep = self.endpoint.timeouts.connect + self.endpoint.timeouts.read * 2;
         lease.call_idempotent(|c| {
             scripts::SESSION_REVOKE
                 .key(lease.keys.data.as_deref().unwrap_or_default())
                 .key(&lease.keys.lock)
                 .key(&lease.keys.waiters)
                 .key(&lease.keys.terms)
+                .key(lease.keys.marker(b"revoked", &nonce))
+                .arg(millis(keep + Duration::from_secs(1)))
                 .invoke::<i64>(&mut c.inner)
         })?;
         Ok(())

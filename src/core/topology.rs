@@ -20,12 +20,28 @@ use redis::{
 use crate::core::dsn::{Addr, Credentials, Endpoint, Tls, Topology};
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter};
+use crate::core::sentinel;
 
 /// A connection to Redis: to one node, or to a whole Cluster (redis-rs routes
 /// each command to the node that serves its key).
-pub(crate) enum Link {
+pub(crate) struct Link {
+    conn: Inner,
+    /// For a Sentinel master: which node, and the service's generation then.
+    pub(crate) master: Option<Master>,
+}
+
+enum Inner {
     Node(redis::Connection),
     Cluster(Box<ClusterLink>),
+}
+
+/// The master a link to a Sentinel service goes to (see `sentinel`).
+#[derive(Clone, Debug)]
+pub(crate) struct Master {
+    pub(crate) addr: Addr,
+    pub(crate) generation: u64,
+    /// When the sentinels last named it (or a subscription vouched for it).
+    pub(crate) verified: Instant,
 }
 
 /// A Cluster connection, and how long a command may keep being redirected.
@@ -70,10 +86,21 @@ fn not_run(e: &redis::RedisError) -> bool {
 }
 
 impl Link {
+    fn node(conn: redis::Connection) -> Link {
+        Link {
+            conn: Inner::Node(conn),
+            master: None,
+        }
+    }
+
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.conn, Inner::Cluster(_))
+    }
+
     pub(crate) fn set_read_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
-        match self {
-            Link::Node(c) => c.set_read_timeout(Some(timeout)),
-            Link::Cluster(c) => {
+        match &mut self.conn {
+            Inner::Node(c) => c.set_read_timeout(Some(timeout)),
+            Inner::Cluster(c) => {
                 c.patience = timeout;
                 c.conn.set_read_timeout(Some(timeout))
             }
@@ -91,9 +118,9 @@ impl Link {
     ) -> RedisResult<i64> {
         let mut cmd = redis::cmd("WAIT");
         cmd.arg(replicas).arg(timeout.as_millis().max(1) as u64);
-        match self {
-            Link::Node(c) => cmd.query(c),
-            Link::Cluster(c) => {
+        match &mut self.conn {
+            Inner::Node(c) => cmd.query(c),
+            Inner::Cluster(c) => {
                 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
                 let route = Route::with_key(key, SlotAddr::Master);
                 let v = c.patiently(|c| {
@@ -120,27 +147,25 @@ impl Link {
         timeout: Duration,
     ) -> RedisResult<Vec<i64>> {
         let deadline = Instant::now() + timeout;
-        let shard = |link: &Link, key: &[u8]| match link {
-            Link::Node(_) => None,
-            Link::Cluster(_) => Some(redis::cluster_routing::Slot::for_key(key)),
-        };
+        let cluster = self.is_cluster();
+        let shard = |key: &[u8]| cluster.then(|| redis::cluster_routing::Slot::for_key(key));
         // WAIT counts this connection's own writes: one sent again on a fresh
         // connection would count none and return at once, as if they had all been
         // acknowledged. redis-rs's cluster client resends a command after a
         // dropped connection (so: not here) or a read timeout (a WAIT that took
         // the whole read timeout is not believed).
-        let resent_after = match self {
-            Link::Cluster(c) => {
+        let resent_after = match &mut self.conn {
+            Inner::Cluster(c) => {
                 c.conn.set_auto_reconnect(false);
                 Some(c.patience)
             }
-            Link::Node(_) => None,
+            Inner::Node(_) => None,
         };
         let mut asked: Vec<(Option<redis::cluster_routing::Slot>, i64)> = Vec::new();
         let mut acks = Vec::with_capacity(keys.len());
         let mut result = Ok(());
         for key in keys {
-            let slot = shard(self, key);
+            let slot = shard(key);
             let n = match asked.iter().find(|(s, _)| *s == slot) {
                 Some(&(_, n)) => n,
                 None => {
@@ -175,7 +200,7 @@ impl Link {
             };
             acks.push(n);
         }
-        if let Link::Cluster(c) = self {
+        if let Inner::Cluster(c) = &mut self.conn {
             c.conn.set_auto_reconnect(true);
         }
         result.map(|_| acks)
@@ -184,8 +209,8 @@ impl Link {
     /// Sends `cmds` in one round trip (one per node on a Cluster). An error reply
     /// stays in its command's place; a failed round trip fails them all.
     pub(crate) fn pipeline(&mut self, cmds: Vec<Cmd>) -> RedisResult<Vec<Value>> {
-        match self {
-            Link::Node(c) => {
+        match &mut self.conn {
+            Inner::Node(c) => {
                 let mut p = redis::pipe();
                 p.ignore_errors();
                 for cmd in cmds {
@@ -193,7 +218,7 @@ impl Link {
                 }
                 p.query(c)
             }
-            Link::Cluster(c) => {
+            Inner::Cluster(c) => {
                 let mut p = redis::cluster::cluster_pipe();
                 for cmd in cmds {
                     p.add_command(cmd);
@@ -206,9 +231,9 @@ impl Link {
 
 impl ConnectionLike for Link {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        match self {
-            Link::Node(c) => c.req_packed_command(cmd),
-            Link::Cluster(c) => c.patiently(|c| c.req_packed_command(cmd)),
+        match &mut self.conn {
+            Inner::Node(c) => c.req_packed_command(cmd),
+            Inner::Cluster(c) => c.patiently(|c| c.req_packed_command(cmd)),
         }
     }
 
@@ -218,38 +243,38 @@ impl ConnectionLike for Link {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        match self {
-            Link::Node(c) => c.req_packed_commands(cmd, offset, count),
+        match &mut self.conn {
+            Inner::Node(c) => c.req_packed_commands(cmd, offset, count),
             // Not repeated: part of a pipeline may have run.
-            Link::Cluster(c) => c.conn.req_packed_commands(cmd, offset, count),
+            Inner::Cluster(c) => c.conn.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        match self {
-            Link::Node(c) => c.req_command(cmd),
-            Link::Cluster(c) => c.patiently(|c| c.req_command(cmd)),
+        match &mut self.conn {
+            Inner::Node(c) => c.req_command(cmd),
+            Inner::Cluster(c) => c.patiently(|c| c.req_command(cmd)),
         }
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Link::Node(c) => c.get_db(),
-            Link::Cluster(c) => c.conn.get_db(),
+        match &self.conn {
+            Inner::Node(c) => c.get_db(),
+            Inner::Cluster(c) => c.conn.get_db(),
         }
     }
 
     fn check_connection(&mut self) -> bool {
-        match self {
-            Link::Node(c) => c.check_connection(),
-            Link::Cluster(c) => c.conn.check_connection(),
+        match &mut self.conn {
+            Inner::Node(c) => c.check_connection(),
+            Inner::Cluster(c) => c.conn.check_connection(),
         }
     }
 
     fn is_open(&self) -> bool {
-        match self {
-            Link::Node(c) => c.is_open(),
-            Link::Cluster(c) => c.conn.is_open(),
+        match &self.conn {
+            Inner::Node(c) => c.is_open(),
+            Inner::Cluster(c) => c.conn.is_open(),
         }
     }
 }
@@ -268,13 +293,14 @@ pub fn init_tls() {
 /// handshake done.
 pub(crate) fn open(ep: &Endpoint) -> Result<Link> {
     match &ep.topology {
-        Topology::Node(addr) => node(ep, addr, &ep.auth, ep.db).map(Link::Node),
-        Topology::Sentinel { sentinels, service } => master(ep, sentinels, service).map(Link::Node),
-        Topology::Cluster { seeds } => cluster(ep, seeds).map(|conn| {
-            Link::Cluster(Box::new(ClusterLink {
+        Topology::Node(addr) => node(ep, addr, &ep.auth, ep.db).map(Link::node),
+        Topology::Sentinel { sentinels, service } => master(ep, sentinels, service),
+        Topology::Cluster { seeds } => cluster(ep, seeds).map(|conn| Link {
+            conn: Inner::Cluster(Box::new(ClusterLink {
                 conn,
                 patience: ep.timeouts.read,
-            }))
+            })),
+            master: None,
         }),
     }
 }
@@ -419,28 +445,19 @@ pub(crate) fn describe(e: &redis::RedisError, ep: &Endpoint) -> String {
 /// it is a master (ROLE). redis-rs's own sync Sentinel client is not used here: it
 /// connects and queries without any timeout, so one stopped sentinel would hang
 /// the worker for good. The steps are those of the Sentinel client spec.
-fn master(ep: &Endpoint, sentinels: &[Addr], service: &str) -> Result<redis::Connection> {
+fn master(ep: &Endpoint, sentinels: &[Addr], service: &str) -> Result<Link> {
     let mut why: Vec<String> = Vec::new();
     for sentinel in sentinels {
-        let asked = node(ep, sentinel, &ep.sentinel_auth, 0).and_then(|mut conn| {
-            redis::cmd("SENTINEL")
-                .arg("get-master-addr-by-name")
-                .arg(service)
-                .query::<Option<(String, u16)>>(&mut conn)
-                .map_err(|e| Error::Connection(describe(&e, ep)))
-        });
-        let (host, port) = match asked {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                why.push(format!("{sentinel}: does not know '{service}'"));
-                continue;
-            }
+        let (named, epoch) = match ask_sentinel(ep, sentinel, service) {
+            Ok(found) => found,
             Err(e) => {
-                why.push(format!("{sentinel}: {e}"));
+                why.push(e);
                 continue;
             }
         };
-        let addr = Addr::Tcp { host, port };
+        // A sentinel that has not heard of the last failover yet names the old
+        // master: the one this process knows of is used instead.
+        let (addr, generation) = sentinel::found(ep, &named, epoch);
         let confirmed = node(ep, &addr, &ep.auth, ep.db).and_then(|mut conn| {
             match redis::cmd("ROLE").query::<Role>(&mut conn) {
                 Ok(Role::Primary { .. }) => Ok(conn),
@@ -450,8 +467,14 @@ fn master(ep: &Endpoint, sentinels: &[Addr], service: &str) -> Result<redis::Con
         });
         match confirmed {
             Ok(conn) => {
-                note_master(ep, &addr);
-                return Ok(conn);
+                return Ok(Link {
+                    conn: Inner::Node(conn),
+                    master: Some(Master {
+                        addr,
+                        generation,
+                        verified: Instant::now(),
+                    }),
+                });
             }
             Err(e) => why.push(format!("{sentinel} named {e}")),
         }
@@ -462,20 +485,63 @@ fn master(ep: &Endpoint, sentinels: &[Addr], service: &str) -> Result<redis::Con
     )))
 }
 
-/// Counts a master found at a new address (a failover, seen by this process).
-fn note_master(ep: &Endpoint, addr: &Addr) {
-    use parking_lot::Mutex;
-    static LAST: Mutex<Vec<(crate::core::dsn::Identity, Addr)>> = Mutex::new(Vec::new());
-    let id = ep.identity();
-    let mut last = LAST.lock();
-    match last.iter_mut().find(|(i, _)| *i == id) {
-        Some((_, known)) if known == addr => {}
-        Some((_, known)) => {
-            *known = addr.clone();
-            metrics::incr(Counter::MasterChanges);
+/// The master `sentinel` names for `service`, with its config epoch (SENTINEL
+/// MASTER; a sentinel that refuses that command is asked for the address
+/// alone). The error says why not, for a message.
+pub(crate) fn ask_sentinel(
+    ep: &Endpoint,
+    sentinel: &Addr,
+    service: &str,
+) -> std::result::Result<(Addr, Option<u64>), String> {
+    let mut conn =
+        node(ep, sentinel, &ep.sentinel_auth, 0).map_err(|e| format!("{sentinel}: {e}"))?;
+    let fields: RedisResult<Vec<String>> = redis::cmd("SENTINEL")
+        .arg("MASTER")
+        .arg(service)
+        .query(&mut conn);
+    match fields {
+        Ok(fields) => {
+            let get = |name: &str| {
+                fields
+                    .chunks(2)
+                    .find(|kv| kv.len() == 2 && kv[0] == name)
+                    .map(|kv| kv[1].clone())
+            };
+            let port = get("port").and_then(|p| p.parse().ok());
+            let epoch = get("config-epoch").and_then(|e| e.parse().ok());
+            match (get("ip"), port) {
+                (Some(host), Some(port)) => Ok((Addr::Tcp { host, port }, epoch)),
+                _ => Err(format!("{sentinel}: gave no address for '{service}'")),
+            }
         }
-        None => last.push((id, addr.clone())),
+        Err(e) if e.kind() == ErrorKind::Io || e.is_timeout() => {
+            Err(format!("{sentinel}: {}", describe(&e, ep)))
+        }
+        // Unknown master name ("No such master with that name"), or a sentinel
+        // that does not allow SENTINEL MASTER: ask for the address alone.
+        Err(_) => match redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(service)
+            .query::<Option<(String, u16)>>(&mut conn)
+        {
+            Ok(Some((host, port))) => Ok((Addr::Tcp { host, port }, None)),
+            Ok(None) => Err(format!("{sentinel}: does not know '{service}'")),
+            Err(e) => Err(format!("{sentinel}: {}", describe(&e, ep))),
+        },
     }
+}
+
+/// The master of `ep`'s service per the first sentinel that answers (for
+/// checking a link made earlier), as `sentinel::found` settles it; `None` when
+/// no sentinel answers.
+pub(crate) fn ask_master(ep: &Endpoint) -> Option<(Addr, u64)> {
+    let Topology::Sentinel { sentinels, service } = &ep.topology else {
+        return None;
+    };
+    sentinels.iter().find_map(|s| {
+        let (addr, epoch) = ask_sentinel(ep, s, service).ok()?;
+        Some(sentinel::found(ep, &addr, epoch))
+    })
 }
 
 /// How often redis-rs's cluster client tries a command again itself (a MOVED

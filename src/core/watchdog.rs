@@ -1,424 +1,701 @@
-//! The lease watchdog: renews auto-renewed leases from a thread of the process,
-//! while the request thread is busy in a slow query, a `sleep()` or a curl call
-//! and runs no PHP code at all. A lease can then be short (a dead holder frees it
-//! quickly) and still outlast the slowest legitimate holder.
+//! The watchdog: one background thread per process that renews auto-renewed
+//! leases while the request thread is busy (a slow query, a `sleep()`, a curl
+//! call), follows Sentinel failovers, and closes links left idle.
 //!
-//! The thread never calls into PHP. It starts with the first renewed lease of a
-//! process (never in the php-fpm master, which holds none), talks to Redis over
-//! its own connections (never the request's), and holds its queue's mutex only
-//! for bookkeeping, never across I/O, so the request thread never waits for it.
-//! A forked child starts its own thread for its own leases: the parent's
-//! watchdog is left alone in the child (its mutex may have been held at the fork).
+//! The thread never calls into PHP. It starts on demand (never in the php-fpm
+//! master, which holds nothing), talks to Redis over its own connections (never
+//! the request's), holds its state's mutex only for bookkeeping, never across
+//! I/O, and ends once it has nothing left to do. A forked child starts its own:
+//! the parent's is left alone in the child (its mutex may have been held at the
+//! fork).
 //!
-//! Every `ttl / 3` each lease is extended to its full ttl by the owner-checked
-//! refresh script; the leases due on one endpoint go in one pipeline. Each
-//! endpoint has its own thread (a worker usually talks to one), so one that
-//! stops answering never delays the renewals of another. A renewal
-//! that finds the lease gone marks it lost. When Redis does not answer, renewal
-//! is tried again until the lease would end, and then it is marked expired: from
-//! that moment nobody can say it is still ours. With `wait_replicas`, a renewal
-//! counts only once that many replicas acknowledged it (one WAIT per round
-//! trip): the master alone having it would not survive a failover.
+//! - Renewals: every `ttl / 3` each lease is extended to at least its ttl by the
+//!   owner-checked refresh script; the leases due on one endpoint go in one
+//!   pipeline. A renewal that finds the lease gone marks it lost. When Redis does
+//!   not answer, renewal is tried again until the lease would end, and then it is
+//!   marked expired: from that moment nobody can say it is still ours. With
+//!   `wait_replicas`, a renewal counts only once that many replicas acknowledged
+//!   it (one WAIT per round trip). One endpoint that stops answering delays the
+//!   others' renewals by at most half of what is left of their leases.
+//! - Failovers: for every Sentinel service in use, a subscription to each of its
+//!   sentinels' `+switch-master` channel. A switch starts a new generation of the
+//!   service (see `sentinel`): links to the old master are no longer used, and
+//!   every hold on that service is looked for on the new master; one that is not
+//!   there is marked lost, so its holder learns it at its next call.
+//! - Idle links (the request pool's, and the thread's own) are closed after the
+//!   pool's idle timeout.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::os::fd::RawFd;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use redis::{Cmd, Value};
 
-use crate::core::dsn::{Endpoint, Identity, Wait};
-use crate::core::lease::{lease_end, millis, Hold, Lease, Token};
+use crate::core::dsn::{Addr, Endpoint, Identity, Topology, Wait};
+pub use crate::core::hold::Kind;
+use crate::core::hold::{millis, Hold, Watch};
 use crate::core::metrics::{self, Counter};
+use crate::core::pid::PerProcess;
+use crate::core::pool;
 use crate::core::scripts;
+use crate::core::sentinel::{self, Subscription};
 use crate::core::topology::{self, Link};
-
-/// Which counters a lost lease goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Lock,
-    Session,
-}
-
-const RENEWING: u8 = 0;
-/// Redis said the lease is no longer ours.
-const LOST: u8 = 1;
-/// Redis did not confirm a renewal before the lease would have ended.
-const EXPIRED: u8 = 2;
-/// Its holder let go (release, close, the request's end).
-const STOPPED: u8 = 3;
-
-/// After a failed renewal, the next try comes this soon (or earlier, when the
-/// lease would end first).
-const RETRY: Duration = Duration::from_millis(100);
 
 /// Leases due this close together go in the same round trip.
 const COALESCE: Duration = Duration::from_millis(50);
 
-/// One lease being renewed, shared by every copy of its `Hold` and the
-/// watchdog (which keeps only a weak reference: when the last `Hold` is gone,
-/// renewal stops without being told).
-pub struct Renewal {
-    key: Vec<u8>,
-    token: Token,
+/// After a subscription failed, the next try comes this much later.
+const RESUBSCRIBE: Duration = Duration::from_millis(500);
+
+/// With nothing else to do for this long, the thread ends.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Has the watchdog look after `hold` (a lease at `key` on `ep`) until it is
+/// released, lost, or every copy of it is dropped: renewing it (`renew`), and,
+/// on a Sentinel service, checking it after every failover. `generation`: the
+/// service's generation when the hold's acquire was sent; a newer one now means
+/// it may have been taken on a master since replaced, and it is checked at once.
+pub fn watch(
+    ep: &Arc<Endpoint>,
+    key: &[u8],
+    hold: &mut Hold,
     kind: Kind,
-    /// Its endpoint's `wait_replicas` (a lane serves every DSN naming one Redis,
-    /// whatever each asks of WAIT).
-    wait: Option<Wait>,
-    state: AtomicU8,
-    schedule: Mutex<Schedule>,
-    /// The schedule's lease end (ns after `epoch()`), readable without its mutex:
-    /// the holder checks it on every call, also in a forked child, where the
-    /// mutex may have been copied locked.
-    end: AtomicU64,
-}
-
-/// The origin of `Renewal::end`: an `Instant` cannot live in an atomic.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn since_epoch(t: Instant) -> u64 {
-    u64::try_from(t.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX)
-}
-
-struct Schedule {
-    /// No later than the moment Redis last set or extended the lease.
-    sent: Instant,
-    ttl: Duration,
-    /// After a failed renewal: when to try again.
-    retry_at: Option<Instant>,
-}
-
-impl std::fmt::Debug for Renewal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Renewal")
-            .field("state", &self.state.load(Ordering::Relaxed))
-            .finish_non_exhaustive()
-    }
-}
-
-impl Renewal {
-    /// Until when, by our clock, the lease is ours as far as renewals know.
-    pub fn safe_until(&self) -> Instant {
-        epoch() + Duration::from_nanos(self.end.load(Ordering::Acquire))
-    }
-
-    /// Lost, or no renewal was confirmed in time. Past the last confirmed end it
-    /// is expired at once, even while the thread still waits for an answer (a
-    /// slow reply, a WAIT that Redis ends only on its 100 ms tick) that could
-    /// only come too late.
-    pub fn ended(&self) -> bool {
-        match self.state.load(Ordering::Acquire) {
-            LOST | EXPIRED => true,
-            RENEWING if Instant::now() >= self.safe_until() => {
-                self.end(EXPIRED);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// No more renewals (the holder let go). Takes effect at once: a renewal
-    /// already on its way is owner-checked, so it cannot touch a next holder's lease.
-    pub fn stop(&self) {
-        let _ = self
-            .state
-            .compare_exchange(RENEWING, STOPPED, Ordering::AcqRel, Ordering::Acquire);
-    }
-
-    /// The lease was extended to `ttl` no earlier than `sent` (by the watchdog or
-    /// by the holder's own refresh).
-    pub(crate) fn extended(&self, sent: Instant, ttl: Duration) {
-        let mut s = self.schedule.lock();
-        if sent >= s.sent {
-            s.sent = sent;
-            s.ttl = ttl;
-            self.end
-                .store(since_epoch(lease_end(sent, ttl)), Ordering::Release);
-        }
-        s.retry_at = None;
-    }
-
-    /// Still being renewed: not ended, not stopped.
-    pub fn renewing(&self) -> bool {
-        self.state.load(Ordering::Acquire) == RENEWING
-    }
-
-    fn due(&self) -> Instant {
-        let s = self.schedule.lock();
-        s.retry_at.unwrap_or(s.sent + s.ttl / 3)
-    }
-
-    fn ttl(&self) -> Duration {
-        self.schedule.lock().ttl
-    }
-
-    fn end(&self, state: u8) {
-        if self
-            .state
-            .compare_exchange(RENEWING, state, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            metrics::incr(match self.kind {
-                Kind::Lock => Counter::LockLost,
-                Kind::Session => Counter::SessionLost,
-            });
-        }
-    }
-
-    /// A renewal failed (no answer, an error): try again soon, unless the lease
-    /// may have ended already.
-    fn failed(&self) {
-        metrics::incr(Counter::RenewalErrors);
-        if self.ended() {
-            return;
-        }
-        let next = (Instant::now() + RETRY).min(self.safe_until());
-        self.schedule.lock().retry_at = Some(next);
-    }
-}
-
-/// Renews `hold` (a lease on `lease`) from the watchdog until it is released,
-/// lost, or every copy of it is dropped.
-pub fn renew(lease: &Lease, hold: &mut Hold, kind: Kind) {
-    if hold.renewal.as_ref().is_some_and(|r| r.renewing()) {
+    renew: bool,
+    generation: u64,
+) {
+    // Watched already (an ended watch stays ended: the hold is not revived).
+    if hold.watch.is_some() {
         return;
     }
-    let renewal = Arc::new(Renewal {
-        key: lease.keys.lock.clone(),
-        token: hold.token.clone(),
+    if !renew && generation == 0 {
+        return;
+    }
+    let w = Arc::new(Watch::new(
+        key.to_vec(),
+        hold,
         kind,
-        wait: lease.endpoint.wait,
-        state: AtomicU8::new(RENEWING),
-        end: AtomicU64::new(since_epoch(lease_end(hold.sent, hold.ttl))),
-        schedule: Mutex::new(Schedule {
-            sent: hold.sent,
-            ttl: hold.ttl,
-            retry_at: None,
-        }),
-    });
-    hold.renewal = Some(renewal.clone());
-    Watchdog::current(true)
-        .expect("created on demand")
-        .lane(&lease.endpoint)
-        .watch(Arc::downgrade(&renewal));
+        ep.wait,
+        renew,
+        generation,
+    ));
+    hold.watch = Some(w.clone());
+    let stale = generation != 0 && generation != sentinel::generation(ep);
+    let due = w.due();
+    let wd = Watchdog::current();
+    let wake = {
+        let mut st = wd.state.lock();
+        let lane = st.lane(ep);
+        lane.watches.retain(still_watched);
+        lane.watches.push(Arc::downgrade(&w));
+        // Sleeping past this lease's first renewal (or it needs checking now).
+        let wake = stale || (renew && st.sleeping_until.is_some_and(|at| due < at));
+        wd.run(&mut st);
+        wake
+    };
+    if wake {
+        wd.wake();
+    }
 }
 
-/// Stops this process's renewal threads and waits for them (module shutdown:
-/// the code they run is about to be unloaded). Bounded by a read timeout: a
-/// thread may be waiting for a reply.
+/// Makes sure the thread runs while the pool keeps links or a Sentinel service
+/// is in use: it closes the links once idle, and follows the service's failovers.
+pub fn keep_watch() {
+    if pool::idle_links() == 0 && !sentinel::any() {
+        return;
+    }
+    let wd = Watchdog::current();
+    let mut st = wd.state.lock();
+    if !st.running {
+        wd.run(&mut st);
+    }
+}
+
+/// Stops this process's watchdog thread and waits for it (module shutdown: the
+/// code it runs is about to be unloaded). Bounded by a read timeout: the thread
+/// may be waiting for a reply.
 pub fn shutdown() {
-    let Some(w) = Watchdog::current(false) else {
+    let Some(wd) = WATCHDOG.current() else {
         return;
     };
-    let lanes: Vec<&'static Lane> = w.lanes.lock().clone();
-    for lane in &lanes {
-        lane.queue.lock().stop = true;
-        lane.wake.notify_all();
+    let thread = {
+        let mut st = wd.state.lock();
+        st.stop = true;
+        st.thread.take()
+    };
+    wd.wake();
+    if let Some(t) = thread {
+        let _ = t.join();
     }
-    for lane in lanes {
-        if let Some(thread) = lane.thread.lock().take() {
-            let _ = thread.join();
-        }
-        // A later renewed lease (none, after MSHUTDOWN) would start it again.
-        lane.queue.lock().stop = false;
-    }
-}
-
-/// A queue entry whose lease still wants renewing (held, not ended or stopped).
-fn still_renewing(r: &Weak<Renewal>) -> bool {
-    r.upgrade().is_some_and(|r| r.renewing())
+    // A later watched lease (none, after MSHUTDOWN) would start it again.
+    wd.state.lock().stop = false;
 }
 
 /// How many leases this process's watchdog renews (for tests).
 pub fn watched() -> usize {
-    Watchdog::current(false).map_or(0, |w| {
-        w.lanes
+    WATCHDOG.current().map_or(0, |wd| {
+        wd.state
             .lock()
+            .lanes
             .iter()
-            .map(|lane| {
-                lane.queue
-                    .lock()
-                    .leases
-                    .iter()
-                    .filter(|r| still_renewing(r))
-                    .count()
-            })
-            .sum()
-    })
-}
-
-/// How many renewal threads run in this process (for tests).
-pub fn threads() -> usize {
-    Watchdog::current(false).map_or(0, |w| {
-        w.lanes
-            .lock()
-            .iter()
-            .filter(|lane| lane.thread.lock().is_some())
+            .flat_map(|l| &l.watches)
+            .filter_map(Weak::upgrade)
+            .filter(|w| w.watching() && w.renew)
             .count()
     })
 }
 
-/// One process's watchdog: a lane (a thread with its own connection) per Redis
-/// endpoint, so that an endpoint that stops answering delays only its own leases.
-struct Watchdog {
-    pid: u32,
-    lanes: Mutex<Vec<&'static Lane>>,
+/// How many watchdog threads run in this process: 0 or 1 (for tests).
+pub fn threads() -> usize {
+    WATCHDOG
+        .current()
+        .map_or(0, |wd| usize::from(wd.state.lock().running))
 }
 
+/// Whether a subscription to some sentinel of `ep`'s service is up (for tests).
+pub fn subscribed(ep: &Endpoint) -> bool {
+    WATCHDOG.current().is_some_and(|wd| {
+        wd.state
+            .lock()
+            .subs
+            .iter()
+            .any(|s| sentinel::same_service(&s.service, ep) && s.conn.is_some())
+    })
+}
+
+fn still_watched(w: &Weak<Watch>) -> bool {
+    w.upgrade().is_some_and(|w| w.watching())
+}
+
+static WATCHDOG: PerProcess<Watchdog> = PerProcess::new();
+
+struct Watchdog {
+    state: Mutex<State>,
+    /// A pipe the thread polls with its subscriptions: a byte wakes it.
+    wake_rx: RawFd,
+    wake_tx: RawFd,
+}
+
+#[derive(Default)]
+struct State {
+    lanes: Vec<Lane>,
+    subs: Vec<Sub>,
+    thread: Option<JoinHandle<()>>,
+    running: bool,
+    stop: bool,
+    /// When the sleeping thread wakes up by itself; `None` while it works.
+    sleeping_until: Option<Instant>,
+}
+
+/// The leases watched on one endpoint, and the thread's link to it.
 struct Lane {
     endpoint: Arc<Endpoint>,
     identity: Identity,
-    queue: Mutex<Queue>,
-    wake: Condvar,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    watches: Vec<Weak<Watch>>,
+    /// `None` while the thread uses it (or before it is needed).
+    link: Option<Link>,
+    /// When it last had leases to watch.
+    used: Instant,
 }
 
-struct Queue {
-    leases: Vec<Weak<Renewal>>,
-    stop: bool,
-    /// When the sleeping thread wakes up by itself; `None` while it works.
-    wake_at: Option<Instant>,
+/// A subscription to one sentinel of a service.
+struct Sub {
+    service: Endpoint,
+    sentinel: Addr,
+    conn: Option<Subscription>,
+    retry_at: Instant,
 }
 
-/// The longest the thread sleeps with nothing due: it then finds leases
-/// registered meanwhile by itself, so that registering one (every locked session
-/// request does) rarely has to wake it.
-const IDLE: Duration = Duration::from_millis(500);
-
-/// This process's watchdog; one made in a parent before fork() is never used by
-/// the child.
-static CURRENT: AtomicPtr<Watchdog> = AtomicPtr::new(std::ptr::null_mut());
+impl State {
+    fn lane(&mut self, ep: &Arc<Endpoint>) -> &mut Lane {
+        let i = match self.lanes.iter().position(|l| ep.is(&l.identity)) {
+            Some(i) => i,
+            None => {
+                self.lanes.push(Lane {
+                    endpoint: ep.clone(),
+                    identity: ep.identity(),
+                    watches: Vec::new(),
+                    link: None,
+                    used: Instant::now(),
+                });
+                self.lanes.len() - 1
+            }
+        };
+        &mut self.lanes[i]
+    }
+}
 
 impl Watchdog {
-    fn current(create: bool) -> Option<&'static Watchdog> {
-        let pid = crate::core::pid::current();
-        let seen = CURRENT.load(Ordering::Acquire);
-        // SAFETY: CURRENT only ever points to a leaked (never freed) Watchdog.
-        if let Some(w) = unsafe { seen.as_ref() } {
-            if w.pid == pid {
-                return Some(w);
-            }
+    fn current() -> &'static Watchdog {
+        WATCHDOG.get(
+            || {
+                let mut fds = [0; 2];
+                // SAFETY: pipe2 writes two descriptors into `fds`.
+                let ok =
+                    unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+                let (rx, tx) = if ok == 0 { (fds[0], fds[1]) } else { (-1, -1) };
+                Watchdog {
+                    state: Mutex::new(State::default()),
+                    wake_rx: rx,
+                    wake_tx: tx,
+                }
+            },
+            |parent| {
+                // This process's copies of the parent's descriptors: closing them
+                // leaves the parent's alone. Its state may be locked for ever.
+                // SAFETY: plain descriptors, never used again in this process.
+                unsafe {
+                    libc::close(parent.wake_rx);
+                    libc::close(parent.wake_tx);
+                }
+                if let Some(mut st) = parent.state.try_lock() {
+                    st.subs.clear();
+                    st.lanes.clear();
+                }
+            },
+        )
+    }
+
+    /// Starts the thread if it is not running (with the state locked).
+    fn run(&'static self, st: &mut State) {
+        if st.running || st.stop {
+            return;
         }
-        if !create {
+        if let Some(old) = st.thread.take() {
+            // It ended by itself (running is false): joining returns at once.
+            let _ = old.join();
+        }
+        st.thread = std::thread::Builder::new()
+            .name("redis_lease".into())
+            .stack_size(128 * 1024)
+            .spawn(move || self.main())
+            .ok();
+        // Could not start a thread: leases then simply end at their ttl, and
+        // their holders learn it on release, as without renewal.
+        st.running = st.thread.is_some();
+    }
+
+    fn wake(&self) {
+        if self.wake_tx >= 0 {
+            // SAFETY: writes one byte from a valid buffer to our own pipe; a full
+            // pipe already wakes the thread.
+            unsafe { libc::write(self.wake_tx, [1u8].as_ptr().cast(), 1) };
+        }
+    }
+
+    fn main(&'static self) {
+        let mut idle_since = Instant::now();
+        loop {
+            let Some(work) = self.plan(&mut idle_since) else {
+                return;
+            };
+            work.run(self);
+        }
+    }
+
+    /// What to do next, with the state locked; `None` when the thread ends.
+    fn plan(&'static self, idle_since: &mut Instant) -> Option<Work> {
+        let idle = pool::idle_timeout();
+        let services = sentinel::in_use(idle.unwrap_or(Duration::MAX));
+        let mut st = self.state.lock();
+        st.sleeping_until = None;
+        if st.stop {
+            st.running = false;
             return None;
         }
-        // Leaked on purpose, lanes included: a parent's watchdog, seen after
-        // fork(), may have its mutexes locked for ever in the child; it is
-        // replaced, never touched. A process makes one (a child, one more).
-        let fresh: &'static Watchdog = Box::leak(Box::new(Watchdog {
-            pid,
-            lanes: Mutex::new(Vec::new()),
-        }));
-        let fresh_ptr = fresh as *const Watchdog as *mut Watchdog;
-        match CURRENT.compare_exchange(seen, fresh_ptr, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => Some(fresh),
-            // Another thread of this process made one first (ZTS): use it.
-            // SAFETY: as above.
-            Err(other) => unsafe { other.as_ref() },
+        let now = Instant::now();
+        // Subscriptions: one per sentinel of each service in use.
+        st.subs.retain(|s| {
+            services
+                .iter()
+                .any(|svc| sentinel::same_service(svc, &s.service))
+        });
+        for svc in &services {
+            let Topology::Sentinel { sentinels, .. } = &svc.topology else {
+                continue;
+            };
+            for addr in sentinels {
+                let known = st
+                    .subs
+                    .iter()
+                    .any(|s| sentinel::same_service(&s.service, svc) && s.sentinel == *addr);
+                if !known {
+                    st.subs.push(Sub {
+                        service: svc.clone(),
+                        sentinel: addr.clone(),
+                        conn: None,
+                        retry_at: now,
+                    });
+                }
+            }
         }
-    }
-
-    fn lane(&self, ep: &Arc<Endpoint>) -> &'static Lane {
-        let mut lanes = self.lanes.lock();
-        if let Some(lane) = lanes.iter().find(|l| ep.is(&l.identity)) {
-            return lane;
+        let mut work = Work::default();
+        for (i, sub) in st.subs.iter().enumerate() {
+            if sub.conn.is_none() && sub.retry_at <= now && sub.service.tls.is_none() {
+                work.subscribe.push(i);
+            }
         }
-        let lane: &'static Lane = Box::leak(Box::new(Lane {
-            endpoint: ep.clone(),
-            identity: ep.identity(),
-            queue: Mutex::new(Queue {
-                leases: Vec::new(),
-                stop: false,
-                wake_at: None,
-            }),
-            wake: Condvar::new(),
-            thread: Mutex::new(None),
-        }));
-        lanes.push(lane);
-        lane
+        // Lanes: renewals due, holds to look for after a failover, idle links.
+        let mut first_end: Option<Instant> = None;
+        for lane in &mut st.lanes {
+            lane.watches.retain(still_watched);
+            if !lane.watches.is_empty() {
+                lane.used = now;
+            }
+            for w in lane.watches.iter().filter_map(Weak::upgrade) {
+                if w.renew {
+                    first_end = Some(first_end.map_or(w.safe_until(), |e| e.min(w.safe_until())));
+                }
+            }
+        }
+        for (i, lane) in st.lanes.iter_mut().enumerate() {
+            let generation = sentinel::generation(&lane.endpoint);
+            let live: Vec<Arc<Watch>> = lane.watches.iter().filter_map(Weak::upgrade).collect();
+            let check: Vec<Arc<Watch>> = live
+                .iter()
+                .filter(|w| generation != 0 && w.generation() < generation)
+                .cloned()
+                .collect();
+            let renew: Vec<Arc<Watch>> = live
+                .iter()
+                .filter(|w| w.renew && w.due() <= now + COALESCE)
+                .cloned()
+                .collect();
+            if (!renew.is_empty() && renew.iter().any(|w| w.due() <= now)) || !check.is_empty() {
+                work.lanes.push(LaneWork {
+                    index: i,
+                    endpoint: lane.endpoint.clone(),
+                    link: lane.link.take(),
+                    renew: if renew.iter().any(|w| w.due() <= now) {
+                        renew
+                    } else {
+                        Vec::new()
+                    },
+                    check,
+                    generation,
+                });
+            }
+        }
+        // The most urgent lane first; each may spend only half of what is left of
+        // the other lanes' leases.
+        work.lanes
+            .sort_by_key(|l| l.renew.iter().chain(&l.check).map(|w| w.safe_until()).min());
+        work.first_end = first_end;
+        if !work.is_empty() {
+            *idle_since = now;
+            return Some(work);
+        }
+        // Nothing due now: close what has been idle, then sleep until the next
+        // thing due.
+        let mut next: Vec<Instant> = Vec::new();
+        for lane in &st.lanes {
+            for w in lane.watches.iter().filter_map(Weak::upgrade) {
+                if w.renew {
+                    next.push(w.due());
+                }
+            }
+        }
+        if let Some(idle) = idle {
+            for lane in &mut st.lanes {
+                if lane.watches.is_empty() && lane.used.elapsed() >= idle {
+                    lane.link = None;
+                }
+            }
+            st.lanes
+                .retain(|l| !l.watches.is_empty() || l.link.is_some());
+            for lane in &st.lanes {
+                if lane.watches.is_empty() {
+                    next.push(lane.used + idle);
+                }
+            }
+        }
+        for sub in &st.subs {
+            if sub.conn.is_none() && sub.service.tls.is_none() {
+                next.push(sub.retry_at);
+            }
+        }
+        drop(st);
+        if let Some(at) = pool::sweep() {
+            next.push(at);
+        }
+        let mut st = self.state.lock();
+        let busy = !st.lanes.is_empty() || !st.subs.is_empty() || pool::idle_links() > 0;
+        if busy {
+            *idle_since = now;
+        } else if idle_since.elapsed() >= LINGER {
+            st.running = false;
+            return None;
+        } else {
+            next.push(*idle_since + LINGER);
+        }
+        let until = next.into_iter().min().unwrap_or(now + LINGER).max(now);
+        st.sleeping_until = Some(until);
+        let fds: Vec<(usize, RawFd)> = st
+            .subs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.conn.as_ref().map(|c| (i, c.fd())))
+            .collect();
+        Some(Work {
+            sleep: Some((until, fds)),
+            ..Work::default()
+        })
     }
 }
 
-impl Lane {
-    fn watch(&'static self, renewal: Weak<Renewal>) {
-        let due = renewal.upgrade().map(|r| r.due());
-        let wake = {
-            let mut q = self.queue.lock();
-            q.leases.retain(still_renewing);
-            q.leases.push(renewal);
-            // Sleeping past this lease's first renewal: wake it (else it finds
-            // the lease when it wakes, or before it sleeps again).
-            matches!((q.wake_at, due), (Some(at), Some(due)) if due < at)
-        };
-        let mut thread = self.thread.lock();
-        if thread.is_none() {
-            *thread = std::thread::Builder::new()
-                .name("redis_lease renew".into())
-                .stack_size(256 * 1024)
-                .spawn(move || self.run())
-                .ok();
-            // Could not start a thread: the lease then simply ends at its ttl,
-            // and its holder learns it on release, as without renewal.
-        }
-        drop(thread);
-        if wake {
-            self.wake.notify_all();
-        }
+#[derive(Default)]
+struct Work {
+    subscribe: Vec<usize>,
+    lanes: Vec<LaneWork>,
+    first_end: Option<Instant>,
+    sleep: Option<(Instant, Vec<(usize, RawFd)>)>,
+}
+
+struct LaneWork {
+    index: usize,
+    endpoint: Arc<Endpoint>,
+    link: Option<Link>,
+    renew: Vec<Arc<Watch>>,
+    check: Vec<Arc<Watch>>,
+    generation: u64,
+}
+
+impl Work {
+    fn is_empty(&self) -> bool {
+        self.subscribe.is_empty() && self.lanes.is_empty()
     }
 
-    fn run(&'static self) {
-        let mut link: Option<Link> = None;
-        while let Some(due) = self.next_due() {
-            renew_on(&self.endpoint, &mut link, &due);
+    fn run(self, wd: &'static Watchdog) {
+        if let Some((until, fds)) = self.sleep {
+            listen(wd, until, &fds);
+            return;
         }
-    }
-
-    /// Waits until some lease is due (or the lane is stopped: `None`), and takes
-    /// those due now or soon.
-    fn next_due(&self) -> Option<Vec<Arc<Renewal>>> {
-        let mut q = self.queue.lock();
-        loop {
-            q.wake_at = None;
-            if q.stop {
-                return None;
-            }
-            q.leases.retain(still_renewing);
-            let live: Vec<Arc<Renewal>> = q.leases.iter().filter_map(Weak::upgrade).collect();
+        subscribe(wd, &self.subscribe);
+        let first_end = self.first_end;
+        for mut lw in self.lanes {
             let now = Instant::now();
-            let first = live.iter().map(|r| r.due()).min();
-            if first.is_some_and(|f| f <= now) {
-                return Some(
-                    live.into_iter()
-                        .filter(|r| r.due() <= now + COALESCE)
-                        .collect(),
-                );
+            // Spend no more than half of what is left of the most urgent lease.
+            let budget = first_end.map(|e| e.saturating_duration_since(now) / 2);
+            if !lw.check.is_empty() {
+                check(&lw.endpoint, &mut lw.link, &lw.check, lw.generation);
             }
-            drop(live);
-            let at = first.map_or(now + IDLE, |f| f.min(now + IDLE));
-            q.wake_at = Some(at);
-            self.wake.wait_until(&mut q, at);
+            if !lw.renew.is_empty() {
+                renew_on(&lw.endpoint, &mut lw.link, &lw.renew, budget);
+            }
+            let mut st = wd.state.lock();
+            if let Some(lane) = st.lanes.get_mut(lw.index) {
+                if lane.link.is_none() && lw.endpoint.is(&lane.identity) {
+                    lane.link = lw.link;
+                }
+            }
         }
     }
 }
 
-/// Renews `group` in one round trip on the lane's own link to `ep`.
-fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
-    // A lease past its last confirmed end stays ended: a late renewal must not
-    // revive what its holder may already have been told it lost.
-    let group: Vec<Arc<Renewal>> = group.iter().filter(|r| !r.ended()).cloned().collect();
-    if group.is_empty() {
-        return;
+/// Opens the subscriptions `which` (indexes into the state's list, which only
+/// this thread shrinks), then asks which master is current, in case a switch
+/// was announced before they were up.
+fn subscribe(wd: &Watchdog, which: &[usize]) {
+    for &i in which {
+        let Some((service, sentinel_addr)) = ({
+            let st = wd.state.lock();
+            st.subs
+                .get(i)
+                .map(|s| (s.service.clone(), s.sentinel.clone()))
+        }) else {
+            continue;
+        };
+        let opened = Subscription::open(&service, &sentinel_addr);
+        let caught_up = opened.is_ok() && topology::ask_master(&service).is_some();
+        let mut st = wd.state.lock();
+        if let Some(sub) = st.subs.get_mut(i) {
+            match opened {
+                Ok(conn) if caught_up => sub.conn = Some(conn),
+                _ => {
+                    metrics::incr(Counter::ConnectionErrors);
+                    sub.retry_at = Instant::now() + RESUBSCRIBE;
+                }
+            }
+        }
+        let up = st
+            .subs
+            .iter()
+            .any(|s| sentinel::same_service(&s.service, &service) && s.conn.is_some());
+        sentinel::set_subscribed(&service, up);
+    }
+}
+
+/// Sleeps until `until`, or until a subscription (`fds`) has something to say
+/// or the thread is woken; then reads what the subscriptions say.
+fn listen(wd: &Watchdog, until: Instant, fds: &[(usize, RawFd)]) {
+    let mut polled: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&(_, fd)| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    polled.push(libc::pollfd {
+        fd: wd.wake_rx,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    let ms = until
+        .saturating_duration_since(Instant::now())
+        .as_millis()
+        .clamp(0, i32::MAX as u128) as i32;
+    // A wake-up that rounds down to 0 ms would spin: sleep at least 1 ms then.
+    let ms = if ms == 0 && until > Instant::now() {
+        1
+    } else {
+        ms
+    };
+    // SAFETY: `polled` is a valid array of pollfd for the duration of the call.
+    unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) };
+    let woken = polled.last().is_some_and(|p| p.revents != 0);
+    if woken {
+        let mut buf = [0u8; 64];
+        // SAFETY: reads into a valid buffer from our own non-blocking pipe.
+        while unsafe { libc::read(wd.wake_rx, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+    }
+    // Who announced a switch: asked for the master and its epoch right away (the
+    // announcement itself carries no epoch, and a sentinel may lag behind).
+    let mut announced: Vec<(Endpoint, Addr)> = Vec::new();
+    {
+        let mut st = wd.state.lock();
+        for (p, &(i, _)) in polled.iter().zip(fds) {
+            if p.revents == 0 {
+                continue;
+            }
+            let Some(sub) = st.subs.get_mut(i) else {
+                continue;
+            };
+            let Some(conn) = sub.conn.as_mut() else {
+                continue;
+            };
+            let Topology::Sentinel { service: name, .. } = &sub.service.topology else {
+                continue;
+            };
+            match conn.read() {
+                Ok(switches) => {
+                    if switches.iter().any(|(svc, _)| svc == name) {
+                        announced.push((sub.service.clone(), sub.sentinel.clone()));
+                    }
+                }
+                Err(_) => {
+                    sub.conn = None;
+                    sub.retry_at = Instant::now() + RESUBSCRIBE;
+                    let service = sub.service.clone();
+                    let up = st
+                        .subs
+                        .iter()
+                        .any(|s| sentinel::same_service(&s.service, &service) && s.conn.is_some());
+                    sentinel::set_subscribed(&service, up);
+                }
+            }
+        }
+    }
+    for (service, by) in announced {
+        let Topology::Sentinel { service: name, .. } = &service.topology else {
+            continue;
+        };
+        if let Ok((addr, epoch)) = topology::ask_sentinel(&service, &by, name) {
+            sentinel::found(&service, &addr, epoch);
+        }
+    }
+}
+
+/// Looks for the holds `group` on the current master of a Sentinel service
+/// (generation `generation`): one that is not there is lost (it was taken on a
+/// master since replaced, or a failover lost it).
+fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generation: u64) {
+    // The link to the old master is of no use now.
+    if link
+        .as_ref()
+        .and_then(|l| l.master.as_ref())
+        .is_some_and(|m| m.generation != generation)
+    {
+        *link = None;
     }
     if link.is_none() {
         match topology::open(ep) {
             Ok(l) => *link = Some(l),
             Err(_) => {
                 metrics::incr(Counter::ConnectionErrors);
-                group.iter().for_each(|r| r.failed());
+                return;
+            }
+        }
+    }
+    let conn = link.as_mut().expect("just opened");
+    let cmds: Vec<Cmd> = group
+        .iter()
+        .map(|w| {
+            let mut c = redis::cmd("GET");
+            c.arg(&w.key);
+            c
+        })
+        .collect();
+    let replies = conn
+        .set_read_timeout(ep.timeouts.read)
+        .and_then(|_| conn.pipeline(cmds));
+    let Ok(replies) = replies else {
+        *link = None;
+        metrics::incr(Counter::ConnectionErrors);
+        return;
+    };
+    // The link's master is of the generation asked about (or newer: checked again).
+    let at = link
+        .as_ref()
+        .and_then(|l| l.master.as_ref())
+        .map_or(generation, |m| m.generation);
+    for (w, reply) in group.iter().zip(replies) {
+        let ours = match &reply {
+            Value::BulkString(v) => {
+                v.len() > w.token.as_str().len()
+                    && v.starts_with(w.token.as_str().as_bytes())
+                    && v[w.token.as_str().len()] == b':'
+            }
+            Value::Nil => false,
+            _ => continue,
+        };
+        if ours {
+            w.checked(at);
+        } else {
+            metrics::incr(Counter::FailoverLost);
+            w.lose();
+        }
+    }
+}
+
+/// Renews `group` in one round trip on the lane's own link to `ep`, spending at
+/// most `budget` waiting for it (when other lanes' leases need the thread).
+fn renew_on(
+    ep: &Endpoint,
+    link: &mut Option<Link>,
+    group: &[Arc<Watch>],
+    budget: Option<Duration>,
+) {
+    // A lease past its last confirmed end stays ended: a late renewal must not
+    // revive what its holder may already have been told it lost.
+    let group: Vec<Arc<Watch>> = group.iter().filter(|r| !r.ended()).cloned().collect();
+    if group.is_empty() {
+        return;
+    }
+    if link
+        .as_ref()
+        .and_then(|l| l.master.as_ref())
+        .is_some_and(|m| m.generation != sentinel::generation(ep))
+    {
+        *link = None;
+    }
+    if link.is_none() {
+        match topology::open(ep) {
+            Ok(l) => *link = Some(l),
+            Err(_) => {
+                metrics::incr(Counter::ConnectionErrors);
+                group.iter().for_each(|r| r.unanswered());
                 return;
             }
         }
@@ -427,11 +704,14 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
     // Never wait for a reply much past the moment the first lease could end.
     let now = Instant::now();
     let first_end = group.iter().map(|r| r.safe_until()).min().unwrap_or(now);
-    let timeout = ep
+    let mut timeout = ep
         .timeouts
         .read
-        .min(first_end.saturating_duration_since(now))
-        .max(Duration::from_millis(5));
+        .min(first_end.saturating_duration_since(now));
+    if let Some(b) = budget {
+        timeout = timeout.min(b);
+    }
+    let timeout = timeout.max(Duration::from_millis(5));
     let ttls: Vec<Duration> = group.iter().map(|r| r.ttl()).collect();
     let sent = Instant::now();
     metrics::incr(Counter::RenewalRoundTrips);
@@ -449,7 +729,7 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
         // The link may hold a late reply: never reuse it.
         *link = None;
         metrics::incr(Counter::ConnectionErrors);
-        group.iter().for_each(|r| r.failed());
+        group.iter().for_each(|r| r.unanswered());
         return;
     };
     let mut unknown = Vec::new();
@@ -472,7 +752,7 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
     let mut usable = !moved;
     if !unknown.is_empty() {
         // After a restart or SCRIPT FLUSH: EVAL once, which also loads it.
-        let again: Vec<Arc<Renewal>> = unknown.iter().map(|&i| group[i].clone()).collect();
+        let again: Vec<Arc<Watch>> = unknown.iter().map(|&i| group[i].clone()).collect();
         let again_ttls: Vec<Duration> = unknown.iter().map(|&i| ttls[i]).collect();
         let replies = if usable {
             conn.pipeline(commands(&again, &again_ttls, true)).ok()
@@ -487,14 +767,23 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
                     }
                 }
             }
-            None => {
-                if usable {
-                    metrics::incr(Counter::ConnectionErrors);
-                }
+            None if usable => {
+                metrics::incr(Counter::ConnectionErrors);
                 usable = false;
-                again.iter().for_each(|r| r.failed());
+                again.iter().for_each(|r| r.unanswered());
             }
+            None => again.iter().for_each(|r| r.failed()),
         }
+    }
+    // A switch while we waited: what the old master answered does not count.
+    if link
+        .as_ref()
+        .and_then(|l| l.master.as_ref())
+        .is_some_and(|m| m.generation != sentinel::generation(ep))
+    {
+        renewed.iter().for_each(|&i| group[i].failed());
+        *link = None;
+        return;
     }
     let conn = link.as_mut().filter(|_| usable);
     let confirmed = confirm(ep, conn, &group, &ttls, &renewed, sent, timeout).is_ok();
@@ -513,7 +802,7 @@ fn renew_on(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Renewal>]) {
 fn confirm(
     ep: &Endpoint,
     conn: Option<&mut Link>,
-    group: &[Arc<Renewal>],
+    group: &[Arc<Watch>],
     ttls: &[Duration],
     renewed: &[usize],
     sent: Instant,
@@ -525,7 +814,7 @@ fn confirm(
     for &i in renewed {
         match group[i].wait {
             Some(_) => waited.push(i),
-            None => credit(&group[i], sent, ttls[i]),
+            None => group[i].renewed(sent, ttls[i]),
         }
     }
     // One WAIT for them all: the most replicas and the longest wait any asks for.
@@ -562,11 +851,11 @@ fn confirm(
     for (n, &i) in waited.iter().enumerate() {
         let r = &group[i];
         if r.wait.is_some_and(|w| acks[n] >= i64::from(w.replicas)) {
-            credit(r, sent, ttls[i]);
+            r.renewed(sent, ttls[i]);
+        } else if broken {
+            r.unanswered();
         } else {
-            if !broken {
-                metrics::incr(Counter::WaitShortfalls);
-            }
+            metrics::incr(Counter::WaitShortfalls);
             r.failed();
         }
     }
@@ -577,22 +866,13 @@ fn confirm(
     }
 }
 
-/// `r` was extended to `ttl` no earlier than `sent`, unless it ended meanwhile
-/// (its holder may have been told so: it stays ended).
-fn credit(r: &Renewal, sent: Instant, ttl: Duration) {
-    if !r.ended() {
-        r.extended(sent, ttl);
-        metrics::incr(Counter::AutoRenewals);
-    }
-}
-
 /// What refresh.lua answered for `r`: true when it extended the lease (still to
 /// be confirmed); else the lease is marked lost or the renewal failed.
-fn settle(r: &Renewal, reply: &Value) -> bool {
+fn settle(r: &Watch, reply: &Value) -> bool {
     match reply {
         Value::Int(1) => true,
         Value::Int(0) => {
-            r.end(LOST);
+            r.lose();
             false
         }
         _ => {
@@ -602,7 +882,7 @@ fn settle(r: &Renewal, reply: &Value) -> bool {
     }
 }
 
-fn commands(group: &[Arc<Renewal>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
+fn commands(group: &[Arc<Watch>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
     group
         .iter()
         .zip(ttls)
@@ -617,7 +897,9 @@ fn commands(group: &[Arc<Renewal>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
             .arg(1)
             .arg(&r.key)
             .arg(r.token.as_str())
-            .arg(millis(*ttl));
+            .arg(millis(*ttl))
+            // Renewals only lengthen the lease (see `hold`).
+            .arg("at_least");
             c
         })
         .collect()

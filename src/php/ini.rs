@@ -16,12 +16,15 @@ pub const DSN: &CStr = c"redis_lease.dsn";
 pub const LOCK_PREFIX: &CStr = c"redis_lease.lock_prefix";
 pub const CONNECT_TIMEOUT: &CStr = c"redis_lease.connect_timeout";
 pub const READ_TIMEOUT: &CStr = c"redis_lease.read_timeout";
+pub const IDLE_TIMEOUT: &CStr = c"redis_lease.idle_timeout";
 
-pub static ENTRIES: IniEntryDefs<12> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<13> = IniEntryDefs::new([
     IniEntryDef::new(DSN, c"redis://127.0.0.1:6379", IniEntryPermission::All),
     IniEntryDef::new(LOCK_PREFIX, c"lock:", IniEntryPermission::All),
     IniEntryDef::new(CONNECT_TIMEOUT, c"1", IniEntryPermission::All),
     IniEntryDef::new(READ_TIMEOUT, c"2", IniEntryPermission::All),
+    // Seconds an unused connection stays open (0: for ever); see core::pool.
+    IniEntryDef::new(IDLE_TIMEOUT, c"60", IniEntryPermission::All),
     // Defaults of the session options; see core::session::SessionConfig::set.
     IniEntryDef::new(
         c"redis_lease.session.locking",
@@ -111,4 +114,14 @@ pub fn timeouts() -> Result<Timeouts> {
         connect: seconds(CONNECT_TIMEOUT)?,
         read: seconds(READ_TIMEOUT)?,
     })
+}
+
+/// `redis_lease.idle_timeout`: how long an unused connection stays open; `None`
+/// (0): for ever. An unreadable value keeps the default of 60 s.
+pub fn idle_timeout() -> Option<Duration> {
+    match get(IDLE_TIMEOUT).trim().parse::<f64>() {
+        Ok(0.0) => None,
+        Ok(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t.min(86_400.0))),
+        _ => Some(Duration::from_secs(60)),
+    }
 }

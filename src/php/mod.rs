@@ -53,11 +53,77 @@ pub extern "C" fn module_shutdown(_ty: i32, _module_number: i32) -> i32 {
     0
 }
 
-/// RINIT. Once per process, finishes the class setup that MINIT cannot do.
+/// RINIT. Once per process, finishes the class setup that MINIT cannot do
+/// (ext-php-rs registers the classes after our MINIT has run).
 pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
-    static WIDENED: std::sync::Once = std::sync::Once::new();
-    let _ = std::panic::catch_unwind(|| WIDENED.call_once(session::widen_read_return_type));
+    static SET_UP: std::sync::Once = std::sync::Once::new();
+    let _ = std::panic::catch_unwind(|| {
+        SET_UP.call_once(|| {
+            session::widen_read_return_type();
+            mark_sensitive_parameters();
+        });
+        crate::core::pool::set_idle_timeout(ini::idle_timeout());
+    });
     0
+}
+
+extern "C" {
+    // zend_add_parameter_attribute() is an inline wrapper of this (PHP 8.0+).
+    fn zend_add_attribute(
+        attributes: *mut *mut ext_php_rs::ffi::HashTable,
+        name: *mut ext_php_rs::ffi::zend_string,
+        argc: u32,
+        flags: u32,
+        offset: u32,
+        lineno: u32,
+    ) -> *mut std::ffi::c_void;
+}
+
+/// ZEND_ATTRIBUTE_PERSISTENT: an internal function's attributes live in
+/// persistent memory.
+const ATTRIBUTE_PERSISTENT: u32 = 1;
+
+/// Marks every parameter that may carry a password (a DSN, a save path) with
+/// `#[\SensitiveParameter]`, as PHP marks PDO's: exception traces, which error
+/// trackers collect with their arguments, then show `SensitiveParameterValue`.
+fn mark_sensitive_parameters() {
+    use ext_php_rs::class::RegisteredClass;
+    use ext_php_rs::ffi::{zend_function, zend_hash_str_find_ptr_lc};
+    use ext_php_rs::types::ZendStr;
+    fn mark<C: RegisteredClass>(method: &std::ffi::CStr, offset: u32) {
+        let meta = C::get_metadata();
+        if !meta.has_ce() {
+            return;
+        }
+        let ce = meta.ce();
+        // SAFETY: the class is registered; its function table holds internal
+        // functions that live as long as the process. The attribute's name is a
+        // persistent string, leaked on purpose (the engine keeps a reference).
+        unsafe {
+            let f = zend_hash_str_find_ptr_lc(
+                &ce.function_table,
+                method.as_ptr(),
+                method.to_bytes().len(),
+            )
+            .cast::<zend_function>();
+            if f.is_null() || offset >= (*f).common.num_args {
+                return;
+            }
+            let name = ZendStr::new("SensitiveParameter", true).into_raw();
+            // Offset 0 is the function itself; parameters count from 1.
+            zend_add_attribute(
+                &mut (*f).common.attributes,
+                name,
+                0,
+                ATTRIBUTE_PERSISTENT,
+                offset + 1,
+                0,
+            );
+        }
+    }
+    mark::<lock::DistributedLock>(c"__construct", 2);
+    mark::<session::RedisLockingSessionHandler>(c"__construct", 0);
+    mark::<session::RedisLockingSessionHandler>(c"open", 0);
 }
 
 /// Whether PHP is shutting the request down (EG_FLAGS_IN_SHUTDOWN): its shutdown
@@ -71,10 +137,24 @@ pub fn in_teardown() -> bool {
 }
 
 /// RSHUTDOWN: leases still held by this request are released here; the pool's
-/// connections stay open for the worker's next request.
+/// connections stay open for the worker's next request, and the watchdog closes
+/// them once idle (not in the CLI, whose process ends next).
 pub extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
-    let _ = std::panic::catch_unwind(crate::core::request::end);
+    let _ = std::panic::catch_unwind(|| {
+        crate::core::request::end();
+        if !is_cli() {
+            crate::core::watchdog::keep_watch();
+        }
+    });
     0
+}
+
+/// Whether PHP runs as the command line (its request ends with the process).
+fn is_cli() -> bool {
+    let sapi = ext_php_rs::zend::SapiModule::get();
+    !sapi.name.is_null()
+        // SAFETY: the SAPI's name is a static NUL-terminated string.
+        && unsafe { std::ffi::CStr::from_ptr(sapi.name) }.to_bytes() == b"cli"
 }
 
 pub extern "C" fn module_info(_module: *mut ModuleEntry) {

@@ -166,8 +166,12 @@ local function mark_done(marker, ms)
   end
 end
 
-local function done_before(marker)
+-- A second run that finds the marker writes it again: the resent command runs on
+-- a fresh link, and the WAIT that follows counts only that link's writes; coming
+-- after the first run in the replication stream, this one covers it.
+local function done_before(marker, ms)
   if marker and redis.call('EXISTS', marker) == 1 then
+    redis.call('SET', marker, '1', 'PX', ms)
     return 2
   end
   return 0

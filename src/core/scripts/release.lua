@@ -5,7 +5,7 @@
 -- Returns 1 when released, 0 when the lock was no longer ours (nothing changed),
 -- 2 when this token's own earlier run released it (see mark_done).
 if not owns(redis.call('GET', KEYS[1]), ARGV[1]) then
-  return done_before(KEYS[5])
+  return done_before(KEYS[5], ARGV[2])
 end
 pass_on(KEYS[1], KEYS[3], KEYS[4], KEYS[2], no_payload)
 mark_done(KEYS[5], ARGV[2])

@@ -2,10 +2,21 @@
 -- whatever lease another request holds on it, so that request can no longer write
 -- it back (its save is refused as a lost lease). A logout must take effect even
 -- while another request of the session runs, or is kept running on purpose.
--- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms
--- Returns 1.
+-- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] this
+-- revocation's marker
+-- ARGV[1] how long the marker lasts, in ms
+-- Returns 1 when revoked now, 2 when this revocation's own earlier run did it.
+-- A revocation sent again (its reply was lost) must not revoke the lease the
+-- first run handed to the next waiter: then (only) a marker says it ran.
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return 2
+end
 redis.call('DEL', KEYS[1])
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  pass_on(KEYS[2], KEYS[3], KEYS[4], nil, no_data)
+  if hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil) then
+    redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
+  else
+    redis.call('DEL', KEYS[2])
+  end
 end
 return 1

@@ -9,7 +9,7 @@
 -- 2 when this token's own earlier run did it (see mark_done).
 local data_key, lock, op = KEYS[1], KEYS[2], ARGV[4]
 if not owns(redis.call('GET', lock), ARGV[1]) then
-  return done_before(KEYS[5])
+  return done_before(KEYS[5], ARGV[5])
 end
 if op == 'write' then
   redis.call('SET', data_key, ARGV[2], 'EX', ARGV[3])

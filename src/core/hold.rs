@@ -1,0 +1,408 @@
+//! A lease we hold, and how long we may count on it.
+//!
+//! A `Hold` is what an acquire gives its caller: the token, the fencing token,
+//! and a lower bound of the moment Redis lets the lease go, by this host's clock.
+//! A hold that the watchdog looks after (renewals, or the check after a Sentinel
+//! failover) shares a `Watch` with it; the watch then carries that bound, and
+//! whether the hold was found lost.
+//!
+//! The bound must never exceed what any command in flight could leave on Redis.
+//! The holder's `refresh()` sets the expiry (it may shorten it); the watchdog's
+//! renewals only ever lengthen it (refresh.lua's "at least" mode), so a renewal
+//! that overtakes a refresh cannot cut it back, and a renewal confirmed while a
+//! refresh is on its way counts for no more than that refresh will leave.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::core::dsn::Wait;
+use crate::core::metrics::{self, Counter};
+use crate::core::token::Token;
+
+/// How much earlier than the lease we assume it may end, to cover the clock
+/// difference between this host and Redis (Redlock's drift allowance).
+fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+/// Until when, by our clock, a lease set for `ttl` no earlier than `sent` is
+/// surely still there.
+pub(crate) fn lease_end(sent: Instant, ttl: Duration) -> Instant {
+    sent + ttl.saturating_sub(drift(ttl))
+}
+
+pub(crate) fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// Which counters a lost lease goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Lock,
+    Session,
+}
+
+/// A lease we hold.
+#[derive(Clone, Debug)]
+pub struct Hold {
+    pub token: Token,
+    /// The fencing token; 0 until assigned (an uncontended acquire leaves it to
+    /// `Lease::fence`, on the holder's first request).
+    pub fence: i64,
+    /// The lease's length: what a refresh or a renewal extends it to.
+    pub ttl: Duration,
+    /// No later than the moment Redis lets the lease go, by our clock (when no
+    /// watch keeps that bound instead).
+    until: Instant,
+    /// When we started to want the lease, for the wait-time metric.
+    pub acquired_at: Instant,
+    /// Set when the watchdog looks after this hold (see `watchdog::watch`).
+    pub watch: Option<Arc<Watch>>,
+}
+
+impl Hold {
+    /// A hold that Redis set, for `ttl`, no earlier than `sent`.
+    pub fn new(token: Token, fence: i64, ttl: Duration, sent: Instant) -> Hold {
+        Hold {
+            token,
+            fence,
+            ttl,
+            until: lease_end(sent, ttl),
+            acquired_at: sent,
+            watch: None,
+        }
+    }
+
+    /// A hold found (by asking at `asked`) with `left` of its lease to run; `ttl`
+    /// is still what renewals extend it to. `left` `None`: no expiry.
+    pub fn found(
+        token: Token,
+        fence: i64,
+        ttl: Duration,
+        asked: Instant,
+        left: Option<Duration>,
+    ) -> Hold {
+        let mut hold = Hold::new(token, fence, ttl, asked);
+        hold.until = lease_end(asked, left.unwrap_or(ttl));
+        hold
+    }
+
+    /// The watch of this process, if any: a forked child never touches its
+    /// parent's (its mutex may have been copied locked), and counts on the
+    /// hold's own bound instead.
+    fn own_watch(&self) -> Option<&Watch> {
+        self.watch
+            .as_deref()
+            .filter(|w| w.pid == crate::core::pid::current())
+    }
+
+    /// Until when, by our clock, nobody else can have this lease.
+    pub fn safe_until(&self) -> Instant {
+        match self.own_watch() {
+            Some(w) if w.ended() => w.safe_until().min(Instant::now()),
+            Some(w) => w.safe_until(),
+            None => self.until,
+        }
+    }
+
+    /// The watchdog found the lease taken or gone, or could not renew it before
+    /// it would end: it is not ours (any more than it is anybody's). Redis may
+    /// still keep it: a release still sends the owner-checked delete.
+    pub fn lost(&self) -> bool {
+        self.own_watch().is_some_and(Watch::ended)
+    }
+
+    /// Given up because Redis stopped answering the watchdog: a release now would
+    /// only wait for a timeout, so it is left for later (see `Lease::release`).
+    pub fn unanswered(&self) -> bool {
+        self.own_watch()
+            .is_some_and(|w| w.ended() && w.silent.load(Ordering::Acquire))
+    }
+
+    /// Ends the watchdog's work on this hold, if any: the holder let go.
+    pub fn stop_watch(&self) {
+        if let Some(w) = self.own_watch() {
+            w.stop();
+        }
+    }
+
+    /// A refresh to `ttl` is about to be sent (at `sent`): it sets the expiry, and
+    /// may shorten it, so nothing is counted on past it from now on.
+    pub(crate) fn refreshing(&mut self, sent: Instant, ttl: Duration) {
+        self.until = self.until.min(lease_end(sent, ttl));
+        if let Some(w) = self.own_watch() {
+            w.setting(sent, ttl);
+        }
+    }
+
+    /// That refresh was answered: `Some(true)`, the lease is now `ttl` from no
+    /// earlier than `sent`; `Some(false)`, not ours any more; `None`, no answer (it
+    /// may still run, so its bound stays).
+    pub(crate) fn refreshed(&mut self, sent: Instant, ttl: Duration, extended: Option<bool>) {
+        if extended == Some(true) {
+            self.ttl = ttl;
+            self.until = lease_end(sent, ttl);
+        }
+        if let Some(w) = self.own_watch() {
+            w.set(sent, ttl, extended);
+        }
+    }
+}
+
+const WATCHING: u8 = 0;
+/// Redis said the lease is no longer ours (or a new master does not have it).
+const LOST: u8 = 1;
+/// No renewal was confirmed before the lease would have ended.
+const EXPIRED: u8 = 2;
+/// Its holder let go (release, close, the request's end).
+const STOPPED: u8 = 3;
+
+/// After a failed renewal, the next try comes this soon (or earlier, when the
+/// lease would end first).
+const RETRY: Duration = Duration::from_millis(100);
+
+/// One hold the watchdog looks after, shared by every copy of its `Hold` and the
+/// watchdog (which keeps only a weak reference: when the last `Hold` is gone,
+/// the watch ends without being told).
+pub struct Watch {
+    pub(crate) key: Vec<u8>,
+    pub(crate) token: Token,
+    kind: Kind,
+    /// Its endpoint's `wait_replicas` (one watchdog lane serves every DSN naming
+    /// one Redis, whatever each asks of WAIT).
+    pub(crate) wait: Option<Wait>,
+    /// Renewed every ttl/3; otherwise only checked after a Sentinel failover.
+    pub(crate) renew: bool,
+    /// The process whose watchdog keeps it.
+    pid: u32,
+    /// The Sentinel generation of the master the hold is known to be on (see
+    /// `sentinel`): older than the current one, the new master must be asked.
+    generation: AtomicU64,
+    state: AtomicU8,
+    /// The last renewal got no answer at all (as opposed to an error, too few
+    /// replicas, or a refusal).
+    silent: AtomicBool,
+    /// The confirmed end (ns after `epoch()`), readable without the mutex.
+    end: AtomicU64,
+    sched: Mutex<Schedule>,
+}
+
+struct Schedule {
+    ttl: Duration,
+    /// After a failed renewal: when to try again.
+    retry_at: Option<Instant>,
+    /// The holder's refresh on its way: sent when, for how long.
+    setting: Option<(Instant, Duration)>,
+    /// When the holder's last refresh was answered: a renewal sent before then
+    /// may have run before it, and proves nothing beyond it.
+    set_at: Option<Instant>,
+}
+
+/// The origin of `Watch::end`: an `Instant` cannot live in an atomic.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn since_epoch(t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .field("renew", &self.renew)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    pub(crate) fn new(
+        key: Vec<u8>,
+        hold: &Hold,
+        kind: Kind,
+        wait: Option<Wait>,
+        renew: bool,
+        generation: u64,
+    ) -> Watch {
+        Watch {
+            key,
+            token: hold.token.clone(),
+            kind,
+            wait,
+            renew,
+            pid: crate::core::pid::current(),
+            generation: AtomicU64::new(generation),
+            state: AtomicU8::new(WATCHING),
+            silent: AtomicBool::new(false),
+            end: AtomicU64::new(since_epoch(hold.until)),
+            sched: Mutex::new(Schedule {
+                ttl: hold.ttl,
+                retry_at: None,
+                setting: None,
+                set_at: None,
+            }),
+        }
+    }
+
+    /// Until when, by our clock, the lease is ours as far as we know.
+    pub fn safe_until(&self) -> Instant {
+        epoch() + Duration::from_nanos(self.end.load(Ordering::Acquire))
+    }
+
+    /// Lost, or past its last confirmed end. Past that end it is expired at once,
+    /// even while the watchdog still waits for an answer (a slow reply, a WAIT that
+    /// Redis ends only on its 100 ms tick) that could only come too late.
+    pub fn ended(&self) -> bool {
+        match self.state.load(Ordering::Acquire) {
+            LOST | EXPIRED => true,
+            WATCHING if Instant::now() >= self.safe_until() => {
+                self.end_as(EXPIRED);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// No more work on it (the holder let go). Takes effect at once: a renewal
+    /// already on its way is owner-checked, so it cannot touch a next holder's lease.
+    pub fn stop(&self) {
+        let _ = self
+            .state
+            .compare_exchange(WATCHING, STOPPED, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Still watched: not ended, not stopped.
+    pub fn watching(&self) -> bool {
+        self.state.load(Ordering::Acquire) == WATCHING
+    }
+
+    /// When the next renewal is due: a third of the ttl after the last extension.
+    pub(crate) fn due(&self) -> Instant {
+        let s = self.sched.lock();
+        s.retry_at.unwrap_or_else(|| {
+            self.safe_until()
+                .checked_sub(s.ttl * 2 / 3)
+                .unwrap_or_else(Instant::now)
+        })
+    }
+
+    pub(crate) fn ttl(&self) -> Duration {
+        self.sched.lock().ttl
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Found on the master of generation `generation` (after a failover).
+    pub(crate) fn checked(&self, generation: u64) {
+        self.generation.fetch_max(generation, Ordering::AcqRel);
+    }
+
+    /// Redis says it is not ours (or a new master does not have it).
+    pub(crate) fn lose(&self) {
+        self.end_as(LOST);
+    }
+
+    fn end_as(&self, state: u8) {
+        let ended = self
+            .state
+            .compare_exchange(WATCHING, state, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        // A hold nobody renews simply runs out: its holder counts that, if ever.
+        if ended && (self.renew || state == LOST) {
+            metrics::incr(match self.kind {
+                Kind::Lock => Counter::LockLost,
+                Kind::Session => Counter::SessionLost,
+            });
+        }
+    }
+
+    /// A renewal got no answer (Redis unreachable, stopped, too slow): as
+    /// `failed`.
+    pub(crate) fn unanswered(&self) {
+        self.silent.store(true, Ordering::Release);
+        self.retry();
+    }
+
+    /// A renewal failed with an answer (an error, too few replicas): try again
+    /// soon, unless the lease may have ended already.
+    pub(crate) fn failed(&self) {
+        self.silent.store(false, Ordering::Release);
+        self.retry();
+    }
+
+    fn retry(&self) {
+        metrics::incr(Counter::RenewalErrors);
+        if self.ended() {
+            return;
+        }
+        let next = (Instant::now() + RETRY).min(self.safe_until());
+        self.sched.lock().retry_at = Some(next);
+    }
+
+    /// A renewal sent at `sent` was confirmed: the lease lasts at least `ttl` from
+    /// then, unless a refresh of the holder's, which may shorten it, is on its way
+    /// (or was answered after `sent`, so may have run after it). A lease past its
+    /// last confirmed end stays ended: its holder may have been told so.
+    pub(crate) fn renewed(&self, sent: Instant, ttl: Duration) {
+        self.silent.store(false, Ordering::Release);
+        if self.ended() {
+            return;
+        }
+        let mut s = self.sched.lock();
+        s.retry_at = None;
+        let mut bound = lease_end(sent, ttl);
+        if let Some((at, t)) = s.setting {
+            bound = bound.min(lease_end(at, t));
+        } else if s.set_at.is_some_and(|at| sent < at) {
+            return;
+        }
+        if bound > self.safe_until() {
+            self.end.store(since_epoch(bound), Ordering::Release);
+        }
+        metrics::incr(Counter::AutoRenewals);
+    }
+
+    /// The holder's refresh to `ttl` is on its way (sent at `sent`).
+    fn setting(&self, sent: Instant, ttl: Duration) {
+        let mut s = self.sched.lock();
+        s.setting = Some((sent, ttl));
+        s.ttl = ttl;
+        let bound = lease_end(sent, ttl);
+        if bound < self.safe_until() {
+            self.end.store(since_epoch(bound), Ordering::Release);
+        }
+    }
+
+    /// The holder's refresh was answered (see `Hold::refreshed`). Its holder
+    /// counts a refresh that found the lease gone.
+    fn set(&self, sent: Instant, ttl: Duration, extended: Option<bool>) {
+        let mut s = self.sched.lock();
+        match extended {
+            Some(true) if !self.ended() => {
+                s.setting = None;
+                s.set_at = Some(Instant::now());
+                s.retry_at = None;
+                self.end
+                    .store(since_epoch(lease_end(sent, ttl)), Ordering::Release);
+            }
+            Some(true) => s.setting = None,
+            Some(false) => {
+                s.setting = None;
+                let _ = self.state.compare_exchange(
+                    WATCHING,
+                    LOST,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+            None => {}
+        }
+    }
+}
