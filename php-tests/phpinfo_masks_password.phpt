@@ -43,6 +43,8 @@ foreach ([
     'UserPwSecret2' => 'redis://user:UserPwSecret2@127.0.0.1:6390/3?connect_timeout=1',
     'PhpredisSecret3' => 'tcp://127.0.0.1:6390?auth=PhpredisSecret3&database=1',
     'MalformedSecret4' => 'redis://:MalformedSecret4@127.0.0.1:notaport',
+    // A userinfo without ':' is a password (Symfony and Predis DSNs), not a user.
+    'PwOnlySecret5' => 'redis://PwOnlySecret5@127.0.0.1:6390',
 ] as $secret => $dsn) {
     $child = rl_spawn_php('phpinfo(INFO_MODULES);', ['redis_lease.dsn' => $dsn]);
     $txt = $child->readAll(10.0);
@@ -72,4 +74,7 @@ ok: child section shows the host (PhpredisSecret3 form)
 ok: password absent for the PhpredisSecret3 form
 ok: child phpinfo has a redis_lease section (MalformedSecret4 form)
 ok: password absent for the MalformedSecret4 form
+ok: child phpinfo has a redis_lease section (PwOnlySecret5 form)
+ok: child section shows the host (PwOnlySecret5 form)
+ok: password absent for the PwOnlySecret5 form
 done

@@ -415,3 +415,75 @@ fn every_accepted_lock_name_keeps_its_keys_in_one_cluster_slot() {
     assert!(check_lock_prefix(b"lock:").is_ok());
     assert!(check_lock_prefix(b"").is_ok());
 }
+
+#[test]
+fn a_revocation_run_twice_revokes_only_once() {
+    // A logout of a session another request holds hands its lock to the next
+    // waiter. Sent again after a lost reply, the same revocation must not
+    // revoke that waiter too (its save would then be refused).
+    use redis_lease::core::scripts::SESSION_REVOKE;
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let (data, lock) = ("PHPREDIS_SESSION:rv", "{PHPREDIS_SESSION:rv}:lock");
+    let (waiters, terms) = (format!("{lock}:waiters"), format!("{lock}:terms"));
+    let marker = format!("{lock}:revoked:nonce");
+    let now: (u64, u64) = redis::cmd("TIME").query(&mut c).unwrap();
+    let now_ms = now.0 * 1000 + now.1 / 1000;
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg(data)
+        .arg("x|i:1;")
+        .cmd("SET")
+        .arg(lock)
+        .arg("holder:0")
+        .arg("PX")
+        .arg(30_000)
+        .cmd("ZADD")
+        .arg(&waiters)
+        .arg(1)
+        .arg("waiter")
+        .cmd("HSET")
+        .arg(&terms)
+        .arg("waiter")
+        .arg(format!("30000 {} {}", now_ms + 20_000, now_ms + 20_000))
+        .query(&mut c)
+        .unwrap();
+    let revoke = |c: &mut redis::Connection| -> i64 {
+        SESSION_REVOKE
+            .key(data)
+            .key(lock)
+            .key(&waiters)
+            .key(&terms)
+            .key(&marker)
+            .arg(5000)
+            .invoke(c)
+            .unwrap()
+    };
+    assert_eq!(revoke(&mut c), 1);
+    assert_eq!(get(&server, lock).as_deref(), Some("waiter:0"), "handed on");
+    assert_eq!(get(&server, data), None, "data deleted");
+    assert_eq!(revoke(&mut c), 2, "the second run knows the first ran");
+    assert_eq!(
+        get(&server, lock).as_deref(),
+        Some("waiter:0"),
+        "the waiter it was handed to keeps it"
+    );
+    // With nobody waiting, a revocation leaves no marker behind.
+    let _: () = redis::cmd("SET")
+        .arg(lock)
+        .arg("other:0")
+        .query(&mut c)
+        .unwrap();
+    let lonely = format!("{lock}:revoked:second");
+    let n: i64 = SESSION_REVOKE
+        .key(data)
+        .key(lock)
+        .key(&waiters)
+        .key(&terms)
+        .key(&lonely)
+        .arg(5000)
+        .invoke(&mut c)
+        .unwrap();
+    assert_eq!(n, 1);
+    assert!(!exists(&mut c, lock) && !exists(&mut c, &lonely));
+}

@@ -406,3 +406,81 @@ impl Watch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn watched(ttl: Duration) -> (Hold, Arc<Watch>) {
+        let mut hold = Hold::new(Token::generate(), 0, ttl, Instant::now());
+        let w = Arc::new(Watch::new(b"k".to_vec(), &hold, Kind::Lock, None, true, 0));
+        hold.watch = Some(w.clone());
+        (hold, w)
+    }
+
+    #[test]
+    fn a_renewal_never_counts_past_a_refresh_on_its_way_or_answered_after_it() {
+        let (mut hold, w) = watched(S * 30);
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_millis(10);
+        // The holder shortens its lease to 5 s while a renewal to 30 s is out.
+        hold.refreshing(t1, S * 5);
+        assert!(hold.safe_until() <= lease_end(t1, S * 5));
+        w.renewed(t0, S * 30);
+        assert!(
+            hold.safe_until() <= lease_end(t1, S * 5),
+            "a renewal answered while the refresh is out counts for no more than it"
+        );
+        hold.refreshed(t1, S * 5, Some(true));
+        assert_eq!(hold.safe_until(), lease_end(t1, S * 5));
+        // A renewal sent before the refresh was answered may have run before it.
+        w.renewed(t0, S * 30);
+        assert_eq!(hold.safe_until(), lease_end(t1, S * 5));
+        // One sent after it ran after it, and only ever lengthens.
+        let t2 = Instant::now() + Duration::from_millis(20);
+        w.renewed(t2, S * 30);
+        assert_eq!(hold.safe_until(), lease_end(t2, S * 30));
+        // A refresh with no answer may still run: its bound stays.
+        let t3 = t2 + Duration::from_millis(5);
+        hold.refreshing(t3, S * 2);
+        hold.refreshed(t3, S * 2, None);
+        w.renewed(t3 + Duration::from_millis(5), S * 30);
+        assert!(hold.safe_until() <= lease_end(t3, S * 2));
+    }
+
+    #[test]
+    fn a_forked_child_never_takes_its_parents_watch_lock() {
+        let (mut hold, w) = watched(S * 30);
+        // As seen in a child: the watch is another process's, and its mutex may
+        // have been copied locked.
+        let foreign = Arc::new(Watch {
+            pid: w.pid.wrapping_add(1),
+            ..Watch::new(b"k".to_vec(), &hold, Kind::Lock, None, true, 0)
+        });
+        hold.watch = Some(foreign.clone());
+        let guard = foreign.sched.lock();
+        let done = std::thread::spawn(move || {
+            let now = Instant::now();
+            hold.refreshing(now, S * 10);
+            hold.refreshed(now, S * 10, Some(true));
+            (hold.safe_until(), hold.lost())
+        });
+        let deadline = Instant::now() + S * 5;
+        while !done.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "the child waited for its parent's mutex"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(guard);
+        let (until, lost) = done.join().unwrap();
+        assert!(!lost);
+        assert!(
+            until > Instant::now() + S * 9,
+            "the child counts on its own bound"
+        );
+    }
+}

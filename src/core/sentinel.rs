@@ -150,6 +150,11 @@ fn note(k: &mut Known, addr: &Addr, epoch: Option<u64>) -> (Addr, u64) {
     (addr.clone(), k.generation)
 }
 
+/// Whether a subscription vouches for `ep`'s service.
+pub(crate) fn subscribed(ep: &Endpoint) -> bool {
+    with_known(|known| entry(known, ep).subscribed)
+}
+
 pub(crate) fn set_subscribed(ep: &Endpoint, up: bool) {
     with_known(|known| entry(known, ep).subscribed = up);
 }

@@ -84,18 +84,16 @@ pub fn watch(
     let stale = generation != 0 && generation != sentinel::generation(ep);
     let due = w.due();
     let wd = Watchdog::current();
-    let wake = {
-        let mut st = wd.state.lock();
-        let lane = st.lane(ep);
-        lane.watches.retain(still_watched);
-        lane.watches.push(Arc::downgrade(&w));
-        // Sleeping past this lease's first renewal (or it needs checking now).
-        let wake = stale || (renew && st.sleeping_until.is_some_and(|at| due < at));
-        wd.run(&mut st);
-        wake
-    };
-    if wake {
-        wd.wake();
+    let mut st = wd.state.lock();
+    let lane = st.lane(ep);
+    lane.watches.retain(still_watched);
+    lane.watches.push(Arc::downgrade(&w));
+    wd.run(&mut st);
+    // Sleeping past this lease's first renewal, or it needs checking now, or its
+    // Sentinel service has no subscription yet.
+    let unheard = generation != 0 && !sentinel::subscribed(ep);
+    if stale || unheard || (renew && st.sleeping_until.is_some_and(|at| due < at)) {
+        st.wake();
     }
 }
 
@@ -122,9 +120,9 @@ pub fn shutdown() {
     let thread = {
         let mut st = wd.state.lock();
         st.stop = true;
+        st.wake();
         st.thread.take()
     };
-    wd.wake();
     if let Some(t) = thread {
         let _ = t.join();
     }
@@ -172,9 +170,6 @@ static WATCHDOG: PerProcess<Watchdog> = PerProcess::new();
 
 struct Watchdog {
     state: Mutex<State>,
-    /// A pipe the thread polls with its subscriptions: a byte wakes it.
-    wake_rx: RawFd,
-    wake_tx: RawFd,
 }
 
 #[derive(Default)]
@@ -183,6 +178,9 @@ struct State {
     subs: Vec<Sub>,
     thread: Option<JoinHandle<()>>,
     running: bool,
+    /// While the thread runs: a pipe it polls with its subscriptions; a byte
+    /// written wakes it. Closed by the thread as it ends.
+    pipe: Option<(RawFd, RawFd)>,
     stop: bool,
     /// When the sleeping thread wakes up by itself; `None` while it works.
     sleeping_until: Option<Instant>,
@@ -208,6 +206,25 @@ struct Sub {
 }
 
 impl State {
+    fn wake(&self) {
+        if let Some((_, tx)) = self.pipe {
+            // SAFETY: writes one byte from a valid buffer to our own pipe, open
+            // while the state says so; a full pipe already wakes the thread.
+            unsafe { libc::write(tx, [1u8].as_ptr().cast(), 1) };
+        }
+    }
+
+    /// Closes the wake-up pipe (the thread ends, or a forked child tidies up).
+    fn close_pipe(&mut self) {
+        if let Some((rx, tx)) = self.pipe.take() {
+            // SAFETY: our own descriptors, never used again.
+            unsafe {
+                libc::close(rx);
+                libc::close(tx);
+            }
+        }
+    }
+
     fn lane(&mut self, ep: &Arc<Endpoint>) -> &mut Lane {
         let i = match self.lanes.iter().position(|l| ep.is(&l.identity)) {
             Some(i) => i,
@@ -229,27 +246,15 @@ impl State {
 impl Watchdog {
     fn current() -> &'static Watchdog {
         WATCHDOG.get(
-            || {
-                let mut fds = [0; 2];
-                // SAFETY: pipe2 writes two descriptors into `fds`.
-                let ok =
-                    unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
-                let (rx, tx) = if ok == 0 { (fds[0], fds[1]) } else { (-1, -1) };
-                Watchdog {
-                    state: Mutex::new(State::default()),
-                    wake_rx: rx,
-                    wake_tx: tx,
-                }
+            || Watchdog {
+                state: Mutex::new(State::default()),
             },
             |parent| {
                 // This process's copies of the parent's descriptors: closing them
-                // leaves the parent's alone. Its state may be locked for ever.
-                // SAFETY: plain descriptors, never used again in this process.
-                unsafe {
-                    libc::close(parent.wake_rx);
-                    libc::close(parent.wake_tx);
-                }
+                // leaves the parent's alone. Its state may be locked for ever:
+                // then they leak, once.
                 if let Some(mut st) = parent.state.try_lock() {
+                    st.close_pipe();
                     st.subs.clear();
                     st.lanes.clear();
                 }
@@ -266,6 +271,12 @@ impl Watchdog {
             // It ended by itself (running is false): joining returns at once.
             let _ = old.join();
         }
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into `fds`.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+            return;
+        }
+        st.pipe = Some((fds[0], fds[1]));
         st.thread = std::thread::Builder::new()
             .name("redis_lease".into())
             .stack_size(128 * 1024)
@@ -274,13 +285,8 @@ impl Watchdog {
         // Could not start a thread: leases then simply end at their ttl, and
         // their holders learn it on release, as without renewal.
         st.running = st.thread.is_some();
-    }
-
-    fn wake(&self) {
-        if self.wake_tx >= 0 {
-            // SAFETY: writes one byte from a valid buffer to our own pipe; a full
-            // pipe already wakes the thread.
-            unsafe { libc::write(self.wake_tx, [1u8].as_ptr().cast(), 1) };
+        if !st.running {
+            st.close_pipe();
         }
     }
 
@@ -302,6 +308,7 @@ impl Watchdog {
         st.sleeping_until = None;
         if st.stop {
             st.running = false;
+            st.close_pipe();
             return None;
         }
         let now = Instant::now();
@@ -425,6 +432,7 @@ impl Watchdog {
             *idle_since = now;
         } else if idle_since.elapsed() >= LINGER {
             st.running = false;
+            st.close_pipe();
             return None;
         } else {
             next.push(*idle_since + LINGER);
@@ -438,7 +446,11 @@ impl Watchdog {
             .filter_map(|(i, s)| s.conn.as_ref().map(|c| (i, c.fd())))
             .collect();
         Some(Work {
-            sleep: Some((until, fds)),
+            sleep: Some(Sleep {
+                until,
+                pipe: st.pipe.map_or(-1, |(rx, _)| rx),
+                subs: fds,
+            }),
             ..Work::default()
         })
     }
@@ -449,7 +461,15 @@ struct Work {
     subscribe: Vec<usize>,
     lanes: Vec<LaneWork>,
     first_end: Option<Instant>,
-    sleep: Option<(Instant, Vec<(usize, RawFd)>)>,
+    sleep: Option<Sleep>,
+}
+
+/// Until when to sleep, the wake-up pipe, and the subscriptions to listen to
+/// (indexes into the state's list, and their sockets).
+struct Sleep {
+    until: Instant,
+    pipe: RawFd,
+    subs: Vec<(usize, RawFd)>,
 }
 
 struct LaneWork {
@@ -467,8 +487,8 @@ impl Work {
     }
 
     fn run(self, wd: &'static Watchdog) {
-        if let Some((until, fds)) = self.sleep {
-            listen(wd, until, &fds);
+        if let Some(sleep) = self.sleep {
+            listen(wd, &sleep);
             return;
         }
         subscribe(wd, &self.subscribe);
@@ -528,7 +548,8 @@ fn subscribe(wd: &Watchdog, which: &[usize]) {
 
 /// Sleeps until `until`, or until a subscription (`fds`) has something to say
 /// or the thread is woken; then reads what the subscriptions say.
-fn listen(wd: &Watchdog, until: Instant, fds: &[(usize, RawFd)]) {
+fn listen(wd: &Watchdog, sleep: &Sleep) {
+    let (until, rx, fds) = (sleep.until, sleep.pipe, &sleep.subs);
     let mut polled: Vec<libc::pollfd> = fds
         .iter()
         .map(|&(_, fd)| libc::pollfd {
@@ -538,7 +559,7 @@ fn listen(wd: &Watchdog, until: Instant, fds: &[(usize, RawFd)]) {
         })
         .collect();
     polled.push(libc::pollfd {
-        fd: wd.wake_rx,
+        fd: rx,
         events: libc::POLLIN,
         revents: 0,
     });
@@ -558,7 +579,7 @@ fn listen(wd: &Watchdog, until: Instant, fds: &[(usize, RawFd)]) {
     if woken {
         let mut buf = [0u8; 64];
         // SAFETY: reads into a valid buffer from our own non-blocking pipe.
-        while unsafe { libc::read(wd.wake_rx, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+        while unsafe { libc::read(rx, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
     }
     // Who announced a switch: asked for the master and its epoch right away (the
     // announcement itself carries no epoch, and a sentinel may lag behind).

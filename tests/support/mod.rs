@@ -371,6 +371,21 @@ impl SentinelSet {
         format!("redis-sentinel://{}/{service}{query}", hosts.join(","))
     }
 
+    /// SENTINEL FAILOVER, asked again while a sentinel refuses it for a passing
+    /// reason (a failover still in progress, a replica not yet seen as good).
+    pub fn failover(&self, service: &str) {
+        let mut last = String::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            match self.sentinels[0].ask::<String>(&["failover", service]) {
+                Ok(_) => return,
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("SENTINEL FAILOVER {service} refused: {last}");
+    }
+
     /// The port of the master the sentinels name now.
     pub fn master_port(&self, service: &str) -> Option<u16> {
         let (_, port): (String, u16) = self.sentinels[0]

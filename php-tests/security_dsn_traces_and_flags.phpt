@@ -1,0 +1,100 @@
+--TEST--
+Secrets: a DSN or save path never appears in exception traces (every parameter that may carry one is #[\SensitiveParameter]); a bare or empty boolean DSN option (verify_peer, verify_peer_name, stream[...]) is a ValueError naming the option, never a TLS check turned off
+--INI--
+zend.exception_ignore_args=0
+--FILE--
+<?php
+require __DIR__ . '/inc/redis.inc';
+
+const SECRET = 'S3cretPassw0rd';
+
+/** Everything a trace shows: getTraceAsString(), and the arguments in getTrace(). */
+function trace_text(Throwable $e): string
+{
+    return $e->getTraceAsString() . "\n" . var_export($e->getTrace(), true);
+}
+
+$calls = [
+    'DistributedLock::__construct' => fn() => new DistributedLock('k', 1.0, 'redis://app:' . SECRET . '@127.0.0.1:1/?timeout=zz'),
+    'DistributedLock::__construct (password-only userinfo)' => fn() => new DistributedLock('k', 1.0, 'redis://' . SECRET . '@127.0.0.1:1?timeout=zz'),
+    'RedisLockingSessionHandler::__construct' => fn() => new RedisLockingSessionHandler('tcp://127.0.0.1:1?auth=' . SECRET . '&timeout=zz'),
+];
+foreach ($calls as $what => $call) {
+    try {
+        $call();
+        rl_ok("$what threw", false);
+    } catch (Throwable $e) {
+        rl_ok("$what: no password in the trace", !str_contains(trace_text($e), SECRET), trace_text($e));
+        rl_ok("$what: no password in the message", !str_contains($e->getMessage(), SECRET), $e->getMessage());
+    }
+}
+// The attribute itself, as reflection (IDEs, static analysis) sees it; open()
+// takes the save path (it may carry a password) but ignores it, so it never
+// throws with it in a frame.
+foreach ([['DistributedLock', '__construct', 'dsn'], ['RedisLockingSessionHandler', '__construct', 'dsn'], ['RedisLockingSessionHandler', 'open', 'path']] as [$class, $method, $param]) {
+    $p = array_values(array_filter((new ReflectionMethod($class, $method))->getParameters(), fn($p) => $p->getName() === $param))[0];
+    $names = array_map(fn($a) => $a->getName(), $p->getAttributes());
+    rl_same("$class::$method(\$$param) is #[\\SensitiveParameter]", ['SensitiveParameter'], $names);
+}
+
+// An unset template variable must not turn TLS verification off.
+foreach ([
+    'rediss://127.0.0.1:1?verify_peer' => 'verify_peer',
+    'rediss://127.0.0.1:1?verify_peer=' => 'verify_peer',
+    'rediss://127.0.0.1:1?verify_peer_name' => 'verify_peer_name',
+    'rediss://127.0.0.1:1?verify_peer_name=' => 'verify_peer_name',
+    'tls://127.0.0.1:1?stream[verify_peer]=' => 'stream[verify_peer]',
+    'tls://127.0.0.1:1?stream[verify_peer_name]' => 'stream[verify_peer_name]',
+    'rediss-sentinel://127.0.0.1:1/svc?verify_peer' => 'verify_peer',
+    'rediss-cluster://127.0.0.1:1?verify_peer_name=' => 'verify_peer_name',
+] as $dsn => $option) {
+    foreach (['lock' => fn() => new DistributedLock('k', 1.0, $dsn), 'session' => fn() => new RedisLockingSessionHandler($dsn)] as $form => $make) {
+        try {
+            $make();
+            rl_ok("$dsn ($form): refused", false);
+        } catch (ValueError $e) {
+            rl_ok("$dsn ($form): a ValueError naming '$option'", str_contains($e->getMessage(), "'$option'"), $e->getMessage());
+        }
+    }
+}
+// Explicit opt-outs still work (they are parsed, not refused).
+foreach (['rediss://127.0.0.1:1?verify_peer=0', 'rediss://127.0.0.1:1?verify_peer_name=0', 'tls://127.0.0.1:1?stream[verify_peer]=0'] as $dsn) {
+    try {
+        new DistributedLock('k', 1.0, $dsn);
+        rl_ok("$dsn is accepted", true);
+    } catch (Throwable $e) {
+        rl_ok("$dsn is accepted", false, $e->getMessage());
+    }
+}
+echo "done\n";
+?>
+--EXPECTF--
+ok: DistributedLock::__construct: no password in the trace
+ok: DistributedLock::__construct: no password in the message
+ok: DistributedLock::__construct (password-only userinfo): no password in the trace
+ok: DistributedLock::__construct (password-only userinfo): no password in the message
+ok: RedisLockingSessionHandler::__construct: no password in the trace
+ok: RedisLockingSessionHandler::__construct: no password in the message
+ok: DistributedLock::__construct($dsn) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::__construct($dsn) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::open($path) is #[\SensitiveParameter]
+ok: rediss://127.0.0.1:1?verify_peer (lock): a ValueError naming 'verify_peer'
+ok: rediss://127.0.0.1:1?verify_peer (session): a ValueError naming 'verify_peer'
+ok: rediss://127.0.0.1:1?verify_peer= (lock): a ValueError naming 'verify_peer'
+ok: rediss://127.0.0.1:1?verify_peer= (session): a ValueError naming 'verify_peer'
+ok: rediss://127.0.0.1:1?verify_peer_name (lock): a ValueError naming 'verify_peer_name'
+ok: rediss://127.0.0.1:1?verify_peer_name (session): a ValueError naming 'verify_peer_name'
+ok: rediss://127.0.0.1:1?verify_peer_name= (lock): a ValueError naming 'verify_peer_name'
+ok: rediss://127.0.0.1:1?verify_peer_name= (session): a ValueError naming 'verify_peer_name'
+ok: tls://127.0.0.1:1?stream[verify_peer]= (lock): a ValueError naming 'stream[verify_peer]'
+ok: tls://127.0.0.1:1?stream[verify_peer]= (session): a ValueError naming 'stream[verify_peer]'
+ok: tls://127.0.0.1:1?stream[verify_peer_name] (lock): a ValueError naming 'stream[verify_peer_name]'
+ok: tls://127.0.0.1:1?stream[verify_peer_name] (session): a ValueError naming 'stream[verify_peer_name]'
+ok: rediss-sentinel://127.0.0.1:1/svc?verify_peer (lock): a ValueError naming 'verify_peer'
+ok: rediss-sentinel://127.0.0.1:1/svc?verify_peer (session): a ValueError naming 'verify_peer'
+ok: rediss-cluster://127.0.0.1:1?verify_peer_name= (lock): a ValueError naming 'verify_peer_name'
+ok: rediss-cluster://127.0.0.1:1?verify_peer_name= (session): a ValueError naming 'verify_peer_name'
+ok: rediss://127.0.0.1:1?verify_peer=0 is accepted
+ok: rediss://127.0.0.1:1?verify_peer_name=0 is accepted
+ok: tls://127.0.0.1:1?stream[verify_peer]=0 is accepted
+done
