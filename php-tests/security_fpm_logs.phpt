@@ -75,7 +75,7 @@ call($pool, $app, ['what' => 'lock_ini']);
 
 // 4. Warnings of ours that name a session id: write before read, an over-long id.
 $unopened = st_sid();
-call($pool, $app, ['what' => 'write_unopened', 'sid' => $unopened], $goodDsn);
+call($pool, $app, ['what' => 'write_destroyed', 'sid' => $unopened], $goodDsn);
 $longId = '';
 for ($i = 0; $i < 300; $i++) {
     $longId .= 'abcdefghijklmnopqrstuvwxyz0123456789'[random_int(0, 35)];
@@ -105,8 +105,8 @@ $logs = $pool->logs();
 $all = $logs . $bodies;
 rl_ok('the logs hold our warnings (the checks below are not vacuous)', str_contains($logs, 'redis_lease:'), substr($logs, 0, 500));
 rl_ok('the logs hold the uncaught ConnectionException', str_contains($logs, 'RedisLease\ConnectionException'), substr($logs, 0, 500));
-rl_ok('the logs hold the warning naming the unopened session (by its 6-character prefix)',
-    str_contains($logs, substr($unopened, 0, 6)) && str_contains($logs, 'not open'), substr($logs, 0, 500));
+rl_ok('the logs hold the warning naming the destroyed session (by its 6-character prefix)',
+    str_contains($logs, substr($unopened, 0, 6)) && str_contains($logs, 'destroyed in this request'), substr($logs, 0, 500));
 rl_ok('the logs hold the warning about the over-long id', stripos($logs, 'invalid session id') !== false, substr($logs, 0, 500));
 
 /** Lines of $text that contain any of $needles. */
@@ -144,7 +144,7 @@ ok: phpinfo(): shows the pool DSN masked, with its host
 ok: phpinfo(): no trace of the pool secret
 ok: the logs hold our warnings (the checks below are not vacuous)
 ok: the logs hold the uncaught ConnectionException
-ok: the logs hold the warning naming the unopened session (by its 6-character prefix)
+ok: the logs hold the warning naming the destroyed session (by its 6-character prefix)
 ok: the logs hold the warning about the over-long id
 ok: no trace of the pool redis_lease.dsn password
 ok: no trace of the wrong passwords given to the class form and DistributedLock

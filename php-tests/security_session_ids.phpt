@@ -1,5 +1,5 @@
 --TEST--
-Security: redis_lease's own session warnings never show more than the first 6 characters of a session id (lock wait timeout, readonly, lost lease, Redis gone during write/destroy/lazy write/abort, strict-mode check, invalid id), class and native forms
+Security: redis_lease's own session warnings never show more than the first 6 characters of a session id (lock wait timeout, lost lease, Redis gone during write/destroy/lazy write/abort, strict-mode check, invalid id), class and native forms
 --FILE--
 <?php
 /*
@@ -49,7 +49,7 @@ function too_much(array $list, string $id): array
 
 $results = []; // "form: scenario" => [sid, warnings]
 foreach (ST_FORMS as $form) {
-    // --- lock wait runs out (fail) and readonly ---
+    // --- lock wait runs out (fail; readonly is a configured outcome, without a warning) ---
     $sid = st_sid();
     $holder = subject($form, $dsn, [], $sid, 'session_write_close();');
     st_child_json($holder);
@@ -57,10 +57,6 @@ foreach (ST_FORMS as $form) {
     $a = st_child_json($w) ?? [];
     $w->send('go');
     $results["$form: lock wait runs out"] = [$sid, array_merge($a['warnings'] ?? [], (st_child_json($w) ?? [])['warnings'] ?? [])];
-    $ro = subject($form, $dsn, ['lock_wait' => 0.2, 'on_lock_timeout' => 'readonly'], $sid, '$_SESSION["x"] = 1; session_write_close();');
-    $a = st_child_json($ro) ?? [];
-    $ro->send('go');
-    $results["$form: readonly after the lock wait"] = [$sid, array_merge($a['warnings'] ?? [], (st_child_json($ro) ?? [])['warnings'] ?? [])];
     $holder->send('go');
     st_child_json($holder);
 
@@ -148,7 +144,7 @@ ok: native, write: session open on the Redis about to go
 ok: native, destroy: session open on the Redis about to go
 ok: native, lazy write (updateTimestamp): session open on the Redis about to go
 ok: native, abort (unlock): session open on the Redis about to go
-ok: every scenario (18) produced a warning of ours
+ok: every scenario (16) produced a warning of ours
 ok: no warning of ours shows 7 or more characters of the session id
 ok: the warnings about one session name it by its first 6 characters
 done

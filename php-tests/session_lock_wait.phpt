@@ -1,5 +1,5 @@
 --TEST--
-Session lock wait (class and native forms): when it runs out session_start() fails with a warning; on_lock_timeout=readonly reads and discards; a waiter is woken by the release
+Session lock wait (class and native forms): when it runs out session_start() fails with a warning; on_lock_timeout=readonly reads and discards, quietly (a configured outcome: no warning, told by isReadOnly() and RedisLease\session_is_readonly()); a waiter is woken by the release
 --CONFLICTS--
 all
 --FILE--
@@ -87,13 +87,10 @@ echo json_encode(["write_closed" => $w, "warnings" => app_warning_messages(), "t
     rl_ok("$label: it waited lock_wait (0.4 s) first",
         ($j['took'] ?? 0) >= WAIT - 0.02 && ($j['took'] ?? 9) < WAIT + 0.6, sprintf('%.3f s', $j['took'] ?? -1));
     rl_same("$label: the data was read", ['seed' => 1], $j['data'] ?? null);
-    $w = $j['warnings'] ?? [];
-    rl_ok("$label: warning says it is read without the lock",
-        st_has_warning(st_ours($w), 'read without the lock'), json_encode($w));
-    rl_ok("$label: warning says the write was discarded (opened read-only)",
-        st_has_warning(st_ours($w), 'opened read-only'), json_encode($w));
-    rl_same("$label: exactly these two warnings", 2, count($w));
-    check_secrets($label, $w, $sid);
+    // A configured outcome, not a warning (frameworks turn warnings into errors).
+    rl_same("$label: no warning", [], $j['warnings'] ?? null);
+    rl_same("$label: the handler says the session is read-only", true, $j['readonly'] ?? null);
+    rl_same("$label: session_write_close() returns true (the write is discarded, as configured)", true, $j['write_closed'] ?? null);
     rl_same("$label: data unchanged (the write was discarded)", SEED, $raw->cmd('GET', st_data_key($sid)));
     rl_same("$label: holder's lock untouched", $lockValue, $raw->cmd('GET', $lock));
 
@@ -146,12 +143,9 @@ ok: class, fail: the waiter left the waiters set
 ok: class, readonly: session_start() returns true
 ok: class, readonly: it waited lock_wait (0.4 s) first
 ok: class, readonly: the data was read
-ok: class, readonly: warning says it is read without the lock
-ok: class, readonly: warning says the write was discarded (opened read-only)
-ok: class, readonly: exactly these two warnings
-ok: class, readonly: our warnings do not show the whole session id
-ok: class, readonly: our warnings do not show the password
-ok: class, readonly: our warnings name the session by its first 6 characters
+ok: class, readonly: no warning
+ok: class, readonly: the handler says the session is read-only
+ok: class, readonly: session_write_close() returns true (the write is discarded, as configured)
 ok: class, readonly: data unchanged (the write was discarded)
 ok: class, readonly: holder's lock untouched
 ok: class: third request waits (is in the waiters set)
@@ -179,12 +173,9 @@ ok: native, fail: the waiter left the waiters set
 ok: native, readonly: session_start() returns true
 ok: native, readonly: it waited lock_wait (0.4 s) first
 ok: native, readonly: the data was read
-ok: native, readonly: warning says it is read without the lock
-ok: native, readonly: warning says the write was discarded (opened read-only)
-ok: native, readonly: exactly these two warnings
-ok: native, readonly: our warnings do not show the whole session id
-ok: native, readonly: our warnings do not show the password
-ok: native, readonly: our warnings name the session by its first 6 characters
+ok: native, readonly: no warning
+ok: native, readonly: the handler says the session is read-only
+ok: native, readonly: session_write_close() returns true (the write is discarded, as configured)
 ok: native, readonly: data unchanged (the write was discarded)
 ok: native, readonly: holder's lock untouched
 ok: native: third request waits (is in the waiters set)

@@ -82,6 +82,47 @@ namespace {
         public function __construct(string $key, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false) {}
 
         /**
+         * An object for a hold taken elsewhere (by another object, or another process), given its
+         * token (getToken()): it holds the lock if that token still does (one question to Redis),
+         * with the fencing token and lease Redis has for it; otherwise it holds nothing.
+         * release(), refresh(), isAcquired() and getFencingToken() then work as on the object that
+         * took it, owner-checked; the object releases the hold when it is destroyed, as any other
+         * (detach() it to hand it on again).
+         *
+         * @param string $token A token from getToken() or detach().
+         * @param float $ttl The lease length refresh() and renewals extend it to.
+         * @throws \ValueError on a malformed token, key, ttl or DSN.
+         * @throws \RedisLease\ConnectionException
+         */
+        public static function restore(string $key, #[\SensitiveParameter] string $token, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false): DistributedLock {}
+
+        /**
+         * Releases the lock whoever holds it (an operator's or a framework's forced release), and
+         * hands it to the first waiter as a release does, with a new fencing token: the holder it
+         * was taken from finds it lost at its next call, and is fenced off.
+         *
+         * @return bool True when it was held.
+         * @throws \ValueError on a malformed key or DSN.
+         * @throws \RedisLease\ConnectionException
+         */
+        public static function forceRelease(string $key, #[\SensitiveParameter] ?string $dsn = null): bool {}
+
+        /**
+         * The token of our hold (32 hexadecimal digits, opaque), for restore() in another object or
+         * process; null when we do not hold the lock. Whoever has it can release the lock.
+         */
+        public function getToken(): ?string {}
+
+        /**
+         * Stops owning the hold here: it is not released when this object is destroyed or the
+         * request ends, and not renewed. It lives on until its ttl, or until released by its token
+         * (restore() then release()) anywhere.
+         *
+         * @return string|null Its token; null when we did not hold the lock.
+         */
+        public function detach(): ?string {}
+
+        /**
          * Takes the lock, waiting up to `$wait` seconds for its holder to release it.
          *
          * Waiting is not polling: the waiter queues (first come, first served) and sleeps until a
@@ -192,15 +233,20 @@ namespace {
      * session.gc_maxlifetime; the lock at `{<prefix><id>}:lock`, in the same Redis Cluster slot.
      *
      * Redis failures, a lock wait that runs out and a lost lease are reported as warnings and failed
-     * calls (session_start() or session_write_close() returns false), as PHP's own handlers do.
+     * calls (session_start() or session_write_close() returns false), as PHP's own handlers do;
+     * the warnings name what was called (session_start(), or the handler's method when a
+     * framework calls it directly). Configured outcomes are not warnings: a session opened
+     * read-only (isReadOnly()), a write refused because another request holds the session.
      */
     final class RedisLockingSessionHandler implements \SessionHandlerInterface, \SessionIdInterface, \SessionUpdateTimestampHandlerInterface
     {
         /**
          * @param string|null $dsn Redis, as for DistributedLock; null: the ini setting redis_lease.dsn.
-         * @param array<string, bool|int|float|string> $options Any of: locking, lock_ttl, lock_renew, lock_wait,
-         *        on_lock_timeout, max_waiters, prefix (see the ini settings above, which give the defaults).
-         *        The DSN's `prefix=` is overridden by an explicit `prefix` option.
+         * @param array<string, bool|int|float|string> $options Any of: ttl, locking, lock_ttl, lock_renew,
+         *        lock_wait, on_lock_timeout, max_waiters, prefix (see the ini settings above, which give
+         *        the defaults). `ttl`: the data's lifetime in whole seconds (0: session.gc_maxlifetime;
+         *        Laravel: its session.lifetime in minutes * 60). The DSN's `prefix=` is overridden by an
+         *        explicit `prefix` option.
          * @throws \ValueError on a malformed DSN, an unknown option, or a bad option value.
          */
         public function __construct(#[\SensitiveParameter] ?string $dsn = null, array $options = []) {}
@@ -219,7 +265,17 @@ namespace {
          */
         public function read(string $id): string|false {}
 
-        /** Writes the data and unlocks, only if this request's lease still holds the lock. */
+        /**
+         * Writes the data and unlocks, only if this request's lease still holds the lock.
+         *
+         * Frameworks that call the handler directly (Laravel) also write sessions they did not read:
+         * a fresh id after regenerate(), and an id saved a second time (an early save, then the
+         * framework's own). The same data again: true, nothing sent. Otherwise the write is made in
+         * one step only while no other request holds (or waits for) the session's lock, and, after
+         * this request's own save, only over the data it saved (waiting for the lock as read() does):
+         * another request's write in between is never overwritten. A write refused that way returns
+         * false without a warning (the session_write_conflicts counter shows them).
+         */
         public function write(string $id, string $data): bool {}
 
         /**
@@ -240,6 +296,13 @@ namespace {
 
         /** lazy_write with unchanged data: renews the data's ttl and unlocks, owner-checked. */
         public function updateTimestamp(string $id, string $data): bool {}
+
+        /**
+         * Whether the session read last was opened read-only: its lock wait ran out with
+         * on_lock_timeout = readonly, so this request's writes are discarded. A configured outcome:
+         * no warning says it (frameworks turn warnings into errors); counted as session_readonly.
+         */
+        public function isReadOnly(): bool {}
     }
 }
 
@@ -269,8 +332,8 @@ namespace RedisLease {
      * Counters: lock_acquired, lock_contended, lock_busy (acquire gave up), lock_released,
      * lock_lost (release or refresh found the lease gone), lock_renewals, session_locked,
      * session_contended, session_lock_timeouts, session_too_many_waiters, session_lost (write or
-     * unlock rejected: lease expired), session_readonly, wakeups, connects, connection_errors,
-     * retries, uncertain_resolved. Histograms lock_wait_seconds, lock_hold_seconds,
+     * unlock rejected: lease expired), session_readonly, session_write_conflicts, wakeups, connects,
+     * connection_errors, retries, uncertain_resolved, master_changes, failover_lost, wait_shortfalls. Histograms lock_wait_seconds, lock_hold_seconds,
      * session_wait_seconds and session_hold_seconds, each
      * `['count' => int, 'sum' => float, 'buckets' => ['0.0005' => int, ..., '+Inf' => int]]`
      * with cumulative bucket counts.
@@ -288,4 +351,11 @@ namespace RedisLease {
      * `header('Content-Type: text/plain; version=0.0.4'); echo RedisLease\prometheus_metrics();`
      */
     function prometheus_metrics(): string {}
+
+    /**
+     * Whether the session the native handler (session.save_handler = redis_lease) read last in
+     * this request was opened read-only (on_lock_timeout = readonly): this request's changes are
+     * discarded. RedisLockingSessionHandler::isReadOnly() tells the same for the class.
+     */
+    function session_is_readonly(): bool {}
 }

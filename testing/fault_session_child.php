@@ -8,7 +8,7 @@
  *
  * Steps ({"op": ..., ...}):
  *   start    {"sid": ID, "options": {...}}  session_id(ID); session_start(options)
- *            -> started, took, data ($_SESSION when started)
+ *            -> started, took, data ($_SESSION when started), readonly (opened read-only)
  *   set      {"values": {k: v}}             $_SESSION[k] = v
  *   write                                   session_write_close() -> closed, took
  *   abort                                   session_abort() -> aborted
@@ -39,7 +39,8 @@ while (($line = fgets(STDIN)) !== false) {
         case 'start':
             session_id($step['sid']);
             $ok = session_start($step['options'] ?? []);
-            child_reply(['started' => $ok, 'took' => microtime(true) - $t, 'data' => $ok ? $_SESSION : null]);
+            $readonly = $mode === 'class' ? $handler->isReadOnly() : RedisLease\session_is_readonly();
+            child_reply(['started' => $ok, 'took' => microtime(true) - $t, 'data' => $ok ? $_SESSION : null, 'readonly' => $readonly]);
             break;
         case 'set':
             foreach ($step['values'] as $k => $v) {

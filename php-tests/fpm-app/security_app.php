@@ -11,7 +11,7 @@
  *   class_session    session_set_save_handler(new RedisLockingSessionHandler(RL_DSN))
  *   lock_ini         DistributedLock with the ini DSN; acquire() (exception not caught)
  *   lock_dsn         DistributedLock with RL_DSN; acquire() (exception not caught)
- *   write_unopened   RedisLockingSessionHandler(RL_DSN)->write(sid) before read: our warning names the id
+ *   write_destroyed  RedisLockingSessionHandler(RL_DSN)->write(sid) after destroy(sid): our warning names the id
  *   phpinfo          phpinfo()
  */
 $what = (string) ($_GET['what'] ?? '');
@@ -44,8 +44,10 @@ switch ($what) {
         (new DistributedLock('fpm-sec', 5.0, $dsn))->acquire();
         echo "lock acquired\n";
         break;
-    case 'write_unopened':
+    case 'write_destroyed':
+        // Written again after this request destroyed it: refused, with a warning.
         $h = new RedisLockingSessionHandler($dsn);
+        $h->destroy($sid);
         var_export($h->write($sid, 'x|i:1;'));
         echo "\n";
         break;

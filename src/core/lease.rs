@@ -811,6 +811,25 @@ impl Lease {
         Ok(released)
     }
 
+    /// Releases the lock whoever holds it, handing it to the first waiter (with a
+    /// fresh fencing token, so the holder it was taken from is fenced off). True
+    /// when it was held. Running it twice (after a lost reply) may free a lock
+    /// handed on by the first run: forcing is forcing.
+    pub fn force_release(&self) -> Result<bool> {
+        let n: i64 = self.call_idempotent(|c| {
+            let n: i64 = scripts::FORCE_RELEASE
+                .key(&self.keys.lock)
+                .key(&self.keys.fence)
+                .key(&self.keys.waiters)
+                .key(&self.keys.terms)
+                .invoke(&mut c.inner)?;
+            let acks = self.wait_replicas(c, n == 1)?;
+            let _ = self.replicated(acks, "The lock was released");
+            Ok(n)
+        })?;
+        Ok(n == 1)
+    }
+
     /// Releases whatever lease `token` holds. True when it held one.
     pub fn release_token(&self, token: &Token) -> Result<bool> {
         self.call_idempotent(|c| self.unlock(c, token))

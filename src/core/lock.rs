@@ -52,6 +52,31 @@ impl Lock {
         }
     }
 
+    /// A lock object for a hold taken elsewhere (another object, another
+    /// process) by `token`: it holds the lock if that token still does (one
+    /// question to Redis), with the lease Redis says is left; otherwise nothing.
+    pub fn restore(lease: Lease, ttl: Duration, token: Token, auto_renew: bool) -> Result<Lock> {
+        let mut lock = Lock::new(lease, ttl).with_auto_renew(auto_renew);
+        let generation = sentinel::generation(&lock.lease.endpoint);
+        let asked = Instant::now();
+        if let Some(Owned { left, fence, .. }) = lock.lease.inspect(&token)? {
+            let hold = Hold::found(token, fence, ttl, asked, left);
+            lock.set_hold(Some(hold), generation);
+        }
+        Ok(lock)
+    }
+
+    /// Stops owning the hold here: no release when this object goes or the
+    /// request ends, no renewal. It lives on until its ttl, or until released by
+    /// its token (see `restore`). Its token, if there was a hold.
+    pub fn detach(&mut self) -> Option<Token> {
+        let hold = self.hold.take()?;
+        hold.stop_watch();
+        request::untrack(self.id);
+        self.release_sent = false;
+        Some(hold.token)
+    }
+
     /// Has the watchdog renew every hold of this lock (every ttl/3, until it ends).
     pub fn with_auto_renew(mut self, on: bool) -> Lock {
         self.auto_renew = on;

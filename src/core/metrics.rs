@@ -39,6 +39,7 @@ named!(Counter {
     SessionTooManyWaiters => "session_too_many_waiters", "Session opens refused because max_waiters requests already waited.";
     SessionLost => "session_lost", "Session writes or unlocks rejected because the lease had expired.";
     SessionReadonly => "session_readonly", "Sessions opened read-only after the lock wait ran out.";
+    SessionWriteConflicts => "session_write_conflicts", "Writes of a session the request did not hold refused: another request held its lock, or had saved it since this request's own save.";
     Wakeups => "wakeups", "Waiters woken by a release that handed them the lock.";
     Connects => "connects", "Connections opened to Redis.";
     ConnectionErrors => "connection_errors", "Connections refused, timed out, broken, or error replies.";

@@ -30,6 +30,7 @@ macro_rules! script {
 
 script!(ACQUIRE, "acquire.lua");
 script!(RELEASE, "release.lua");
+script!(FORCE_RELEASE, "force_release.lua");
 script!(REFRESH, REFRESH_SOURCE, "refresh.lua");
 script!(INSPECT, "inspect.lua");
 script!(FENCE, "fence.lua");
@@ -37,3 +38,4 @@ script!(RESOLVE, "resolve.lua");
 script!(SESSION_OPEN, "session_open.lua");
 script!(SESSION_SAVE, "session_save.lua");
 script!(SESSION_REVOKE, "session_revoke.lua");
+script!(SESSION_PUT, "session_put.lua");

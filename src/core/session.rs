@@ -52,6 +52,8 @@ pub struct SessionConfig {
     pub lock_renew: bool,
     /// `lock_ttl` was not given (or given as 0): `finish()` derives it.
     pub lock_ttl_auto: bool,
+    /// The data's ttl; `None`: session.gc_maxlifetime (what PHP passes).
+    pub ttl: Option<Duration>,
 }
 
 /// The lock ttl of a renewed session when none is configured: short, so that a
@@ -70,12 +72,14 @@ impl Default for SessionConfig {
             max_waiters: 0,
             lock_renew: false,
             lock_ttl_auto: false,
+            ttl: None,
         }
     }
 }
 
 /// Option names, for `SessionConfig::set` and the `redis_lease.session.*` ini settings.
-pub const OPTION_NAMES: [&str; 7] = [
+pub const OPTION_NAMES: [&str; 8] = [
+    "ttl",
     "locking",
     "lock_ttl",
     "lock_renew",
@@ -128,6 +132,16 @@ impl SessionConfig {
                 };
             }
             "lock_wait" => self.lock_wait = secs(true)?,
+            "ttl" => {
+                let t = match v.parse::<f64>() {
+                    // Whole seconds (Redis's EX), up to ten years.
+                    Ok(t) if (0.0..=315_360_000.0).contains(&t) && t.fract() == 0.0 => t,
+                    _ => return Err(bad(
+                        "a whole number of seconds from 0 (session.gc_maxlifetime) to 315360000",
+                    )),
+                };
+                self.ttl = (t > 0.0).then(|| Duration::from_secs(t as u64));
+            }
             "on_lock_timeout" => {
                 self.on_lock_timeout = match v {
                     "fail" => OnLockTimeout::Fail,
@@ -195,6 +209,28 @@ impl Session {
     fn data_key(&self) -> &[u8] {
         self.lease.keys.data.as_deref().unwrap_or_default()
     }
+}
+
+/// What a write of a session this request does not hold expects to find
+/// (`SessionStore::put`).
+#[derive(Clone, Copy, Debug)]
+pub enum Expect<'a> {
+    /// Anything (a fresh id this request never saw).
+    Any,
+    /// No data at all.
+    Absent,
+    /// Exactly this data.
+    Data(&'a [u8]),
+}
+
+/// The result of writing a session this request does not hold (`SessionStore::put`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Put {
+    Written,
+    /// Another request holds its lock or waits for it: nothing was written.
+    Busy,
+    /// Its data is no longer what was expected: nothing was written.
+    Changed,
 }
 
 /// The result of saving a session.
@@ -595,6 +631,50 @@ impl SessionStore {
         if let Mode::Locked(hold) = std::mem::replace(&mut s.mode, Mode::Done) {
             s.lease.release_or_defer(&hold, false, teardown);
         }
+    }
+
+    /// Writes session `id`, which this request does not hold (a new id it never
+    /// read, as Laravel's regenerate() writes it; or one it saved already), in one
+    /// step: only while no request holds or waits for its lock, and only if its
+    /// data is still as `expected`.
+    pub fn put(
+        &self,
+        id: &str,
+        data: &[u8],
+        max_lifetime: Duration,
+        expected: Expect<'_>,
+    ) -> Result<Put> {
+        check_id(id)?;
+        let lease = self.lease(id);
+        let secs = max_lifetime.as_secs().max(1);
+        // A retry after a lost reply is harmless: the same data again, still only
+        // while nobody holds the lock (see session_put.lua).
+        let (n, acks) = lease.call_idempotent(|c| {
+            let n: i64 = scripts::SESSION_PUT
+                .key(lease.keys.data.as_deref().unwrap_or_default())
+                .key(&lease.keys.lock)
+                .key(&lease.keys.waiters)
+                .arg(data)
+                .arg(secs)
+                .arg(match expected {
+                    Expect::Any => "any",
+                    Expect::Absent => "absent",
+                    Expect::Data(_) => "if",
+                })
+                .arg(match expected {
+                    Expect::Data(d) => d,
+                    _ => b"",
+                })
+                .invoke(&mut c.inner)?;
+            let acks = lease.wait_replicas(c, n == 1)?;
+            Ok((n, acks))
+        })?;
+        lease.replicated(acks, "The session was saved")?;
+        Ok(match n {
+            1 => Put::Written,
+            0 => Put::Busy,
+            _ => Put::Changed,
+        })
     }
 
     /// Whether session `id` has data (for session.use_strict_mode).

@@ -18,7 +18,7 @@ pub const CONNECT_TIMEOUT: &CStr = c"redis_lease.connect_timeout";
 pub const READ_TIMEOUT: &CStr = c"redis_lease.read_timeout";
 pub const IDLE_TIMEOUT: &CStr = c"redis_lease.idle_timeout";
 
-pub static ENTRIES: IniEntryDefs<13> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<14> = IniEntryDefs::new([
     IniEntryDef::new(DSN, c"redis://127.0.0.1:6379", IniEntryPermission::All),
     IniEntryDef::new(LOCK_PREFIX, c"lock:", IniEntryPermission::All),
     IniEntryDef::new(CONNECT_TIMEOUT, c"1", IniEntryPermission::All),
@@ -26,6 +26,8 @@ pub static ENTRIES: IniEntryDefs<13> = IniEntryDefs::new([
     // Seconds an unused connection stays open (0: for ever); see core::pool.
     IniEntryDef::new(IDLE_TIMEOUT, c"60", IniEntryPermission::All),
     // Defaults of the session options; see core::session::SessionConfig::set.
+    // The data's ttl in seconds; 0: session.gc_maxlifetime.
+    IniEntryDef::new(c"redis_lease.session.ttl", c"0", IniEntryPermission::All),
     IniEntryDef::new(
         c"redis_lease.session.locking",
         c"1",

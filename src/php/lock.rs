@@ -16,7 +16,7 @@ use ext_php_rs::zend::BailoutGuard;
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::Error;
-use crate::core::lease::{check_lock_name, check_lock_prefix, seconds, Lease, LeaseKeys};
+use crate::core::lease::{check_lock_name, check_lock_prefix, seconds, Lease, LeaseKeys, Token};
 use crate::core::lock::Lock;
 use crate::core::request;
 use crate::php::args::{Bytes, Float};
@@ -65,6 +65,41 @@ fn printable(key: &[u8]) -> String {
     s
 }
 
+/// The key, ttl and lease of a lock, from a method's arguments (errors name `method`).
+fn lock_parts(
+    method: &str,
+    key: Bytes,
+    (ttl, ttl_arg): (Float, u8),
+    dsn: Option<Bytes>,
+) -> Result<(Vec<u8>, Duration, Lease), Error> {
+    let key = key.0;
+    if let Err(why) = check_lock_name(&key) {
+        return Err(Error::invalid(format!(
+            "DistributedLock::{method}(): Argument #1 ($key) {why}"
+        )));
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::invalid(format!(
+            "DistributedLock::{method}(): Argument #1 ($key) must be at most {MAX_KEY_LEN} bytes, {} given",
+            key.len()
+        )));
+    }
+    let ttl = seconds(
+        &format!("DistributedLock::{method}(): Argument #{ttl_arg} ($ttl)"),
+        ttl.0,
+        false,
+    )?;
+    let dsn = match dsn {
+        Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
+        None => ini::get(ini::DSN),
+    };
+    let endpoint = Endpoint::parse_shared(&dsn, ini::timeouts()?)?;
+    let prefix = ini::get(ini::LOCK_PREFIX);
+    check_lock_prefix(prefix.as_bytes())?;
+    let keys = LeaseKeys::for_lock(prefix.as_bytes(), &key);
+    Ok((key, ttl, Lease::new(endpoint, keys)))
+}
+
 impl DistributedLock {
     fn lost(&self, what: &str) -> PhpException {
         PhpException::new(
@@ -88,40 +123,62 @@ impl DistributedLock {
         dsn: Option<Bytes>,
         autoRenew: bool,
     ) -> PhpResult<Self> {
-        let key = key.0;
-        if let Err(why) = check_lock_name(&key) {
-            return Err(Error::invalid(format!(
-                "DistributedLock::__construct(): Argument #1 ($key) {why}"
-            ))
-            .into());
-        }
-        if key.len() > MAX_KEY_LEN {
-            return Err(Error::invalid(format!(
-                "DistributedLock::__construct(): Argument #1 ($key) must be at most {MAX_KEY_LEN} bytes, {} given",
-                key.len()
-            ))
-            .into());
-        }
-        let ttl = seconds(
-            "DistributedLock::__construct(): Argument #2 ($ttl)",
-            ttl.0,
-            false,
-        )?;
-        let dsn = match dsn {
-            Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
-            None => ini::get(ini::DSN),
-        };
-        let endpoint = Endpoint::parse_shared(&dsn, ini::timeouts()?)?;
-        let prefix = ini::get(ini::LOCK_PREFIX);
-        check_lock_prefix(prefix.as_bytes())?;
-        let keys = LeaseKeys::for_lock(prefix.as_bytes(), &key);
+        let (key, ttl, lease) = lock_parts("__construct", key, (ttl, 2), dsn)?;
         Ok(DistributedLock {
             key,
             ttl,
-            lock: RefCell::new(
-                Lock::new(Lease::new(endpoint, keys), ttl).with_auto_renew(autoRenew),
-            ),
+            lock: RefCell::new(Lock::new(lease, ttl).with_auto_renew(autoRenew)),
         })
+    }
+
+    /// An object for a hold taken elsewhere (another object, another process),
+    /// given its token (getToken()): it holds the lock if that token still does.
+    #[php(defaults(ttl = 30.0, autoRenew = false))]
+    pub fn restore(
+        key: Bytes,
+        token: Bytes,
+        ttl: Float,
+        dsn: Option<Bytes>,
+        autoRenew: bool,
+    ) -> PhpResult<Self> {
+        let token = std::str::from_utf8(&token.0)
+            .ok()
+            .and_then(Token::parse)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "DistributedLock::restore(): Argument #2 ($token) must be a token given by \
+                     DistributedLock::getToken() (32 hexadecimal digits)",
+                )
+            })?;
+        let (key, ttl, lease) = lock_parts("restore", key, (ttl, 3), dsn)?;
+        let lock = Lock::restore(lease, ttl, token, autoRenew)?;
+        Ok(DistributedLock {
+            key,
+            ttl,
+            lock: RefCell::new(lock),
+        })
+    }
+
+    /// Releases the lock whoever holds it, handing it to the first waiter (with a
+    /// new fencing token). True when it was held.
+    pub fn force_release(key: Bytes, dsn: Option<Bytes>) -> PhpResult<bool> {
+        let (_, _, lease) = lock_parts("forceRelease", key, (Float(1.0), 0), dsn)?;
+        Ok(lease.force_release()?)
+    }
+
+    /// The token of our hold (opaque; for restore() elsewhere); null when not held.
+    pub fn get_token(&self) -> Option<String> {
+        let lock = self.lock.borrow();
+        lock.hold().map(|h| h.token.as_str().to_string())
+    }
+
+    /// Stops owning the hold here: no release at destruction or at the request's
+    /// end, no renewal. Returns its token (null when not held).
+    pub fn detach(&self) -> Option<String> {
+        self.lock
+            .borrow_mut()
+            .detach()
+            .map(|t| t.as_str().to_string())
     }
 
     /// True when we hold the lock; false when another holder still has it after `$wait` seconds.

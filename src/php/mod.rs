@@ -122,6 +122,9 @@ fn mark_sensitive_parameters() {
         }
     }
     mark::<lock::DistributedLock>(c"__construct", 2);
+    mark::<lock::DistributedLock>(c"restore", 1);
+    mark::<lock::DistributedLock>(c"restore", 3);
+    mark::<lock::DistributedLock>(c"forcerelease", 1);
     mark::<session::RedisLockingSessionHandler>(c"__construct", 0);
     mark::<session::RedisLockingSessionHandler>(c"open", 0);
 }
@@ -142,6 +145,7 @@ pub fn in_teardown() -> bool {
 pub extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
     let _ = std::panic::catch_unwind(|| {
         crate::core::request::end();
+        session::end_request();
         if !is_cli() {
             crate::core::watchdog::keep_watch();
         }
@@ -224,6 +228,15 @@ pub fn prometheus_metrics() -> String {
     core_metrics::prometheus(&core_metrics::snapshot(Scope::Server))
 }
 
+/// `RedisLease\session_is_readonly()`: whether the session the native handler
+/// read last in this request was opened read-only (the lock wait ran out with
+/// on_lock_timeout = readonly), so that this request's changes are discarded.
+#[php_function]
+#[php(name = "RedisLease\\session_is_readonly")]
+pub fn session_is_readonly() -> bool {
+    session::native_readonly()
+}
+
 #[php_module]
 #[php(startup = startup)]
 pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
@@ -234,6 +247,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<session::RedisLockingSessionHandler>()
         .function(wrap_function!(metrics))
         .function(wrap_function!(prometheus_metrics))
+        .function(wrap_function!(session_is_readonly))
         .shutdown_function(module_shutdown)
         .request_startup_function(request_startup)
         .request_shutdown_function(request_shutdown)

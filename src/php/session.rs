@@ -20,8 +20,10 @@ use ext_php_rs::zend::ClassEntry;
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
+use crate::core::metrics::{self, Counter};
 use crate::core::session::{
-    generate_id, short_id, Mode, Saved, Session, SessionConfig, SessionStore, OPTION_NAMES,
+    generate_id, short_id, Expect, Mode, Put, Saved, Session, SessionConfig, SessionStore,
+    OPTION_NAMES,
 };
 use crate::php::args::{Bytes, Options};
 use crate::php::errors::php_global;
@@ -125,6 +127,24 @@ fn gc_maxlifetime() -> Duration {
     )
 }
 
+/// Which form a handler serves: it decides what its messages name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// RedisLockingSessionHandler, called by PHP or directly (Laravel).
+    Class,
+    /// session.save_handler = redis_lease.
+    Native,
+}
+
+/// What a request last saw of a session.
+#[derive(Clone, PartialEq)]
+enum Seen {
+    /// Its data (`None`: it had none).
+    Data(Option<Vec<u8>>),
+    /// The request destroyed it.
+    Destroyed,
+}
+
 /// One request's session state, shared by both forms.
 pub struct Handler {
     store: SessionStore,
@@ -134,15 +154,53 @@ pub struct Handler {
     pid: u32,
     /// The DSN it was built from (the native handler's save_path).
     dsn: String,
+    form: Form,
+    /// What this request last saw of the sessions it let go of (read, then
+    /// wrote or unlocked): a later write of one of them (an early save, then the
+    /// framework's own) may overwrite only that.
+    seen: Vec<(String, Seen)>,
+    /// The session read last was opened read-only (on_lock_timeout = readonly).
+    readonly: bool,
 }
 
 impl Handler {
-    pub fn new(store: SessionStore, dsn: String) -> Handler {
+    pub fn new(store: SessionStore, dsn: String, form: Form) -> Handler {
         Handler {
             store,
             session: None,
             pid: crate::core::pid::current(),
             dsn,
+            form,
+            seen: Vec::new(),
+            readonly: false,
+        }
+    }
+
+    /// Whether the session read last was opened read-only: this request's
+    /// writes are discarded (a configured outcome, so no warning says it).
+    pub fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    /// The data's ttl: the `ttl` option, else what PHP passes (gc_maxlifetime).
+    fn ttl(&self, max_lifetime: Duration) -> Duration {
+        self.store.config.ttl.unwrap_or(max_lifetime)
+    }
+
+    /// Remembers what this request last saw of session `id`.
+    fn saw(&mut self, id: &str, seen: Seen) {
+        self.seen.retain(|(s, _)| s != id);
+        if self.seen.len() == 4 {
+            self.seen.remove(0);
+        }
+        self.seen.push((id.to_string(), seen));
+    }
+
+    /// What the caller called, for a message.
+    fn caller(&self, method: &str) -> String {
+        match self.form {
+            Form::Native => "session_start()".to_string(),
+            Form::Class => format!("RedisLockingSessionHandler::{method}()"),
         }
     }
 
@@ -178,19 +236,16 @@ impl Handler {
         let mut warning = self.close().warning;
         let result = match self.store.open(id) {
             Ok((session, data)) => {
-                if matches!(session.mode, Mode::Readonly) {
-                    warning = Some(format!(
-                        "could not lock session {} within {:.3} s (on_lock_timeout = readonly): \
-                         it is read without the lock and this request's changes will be discarded",
-                        short_id(id),
-                        self.store.config.lock_wait.as_secs_f64()
-                    ));
-                }
+                self.saw(id, Seen::Data(data.clone()));
+                // A configured outcome, counted in the metrics and told by
+                // isReadOnly() / RedisLease\session_is_readonly(): no warning
+                // (frameworks turn warnings into errors).
+                self.readonly = matches!(session.mode, Mode::Readonly);
                 self.session = Some(session);
                 Some(data.unwrap_or_default())
             }
             Err(e) => {
-                warning = Some(format!("session_start() failed: {e}"));
+                warning = Some(format!("{} failed: {e}", self.caller("read")));
                 None
             }
         };
@@ -212,13 +267,8 @@ impl Handler {
                     short_id(id)
                 ),
             ),
-            Ok(Saved::Discarded) => Out::warn(
-                true,
-                format!(
-                    "session {} was not {what}: it was opened read-only after the lock wait ran out",
-                    short_id(id)
-                ),
-            ),
+            // Read-only (on_lock_timeout = readonly): a configured outcome.
+            Ok(Saved::Discarded) => Out::ok(true),
             // The message after the colon says whether Redis refused or did not answer.
             Err(e) => Out::warn(false, format!("session {} was not {what}: {e}", short_id(id))),
         }
@@ -228,26 +278,121 @@ impl Handler {
         if self.leave_parents_session() {
             return Out::ok(true);
         }
+        let ttl = self.ttl(max_lifetime);
         let store = &self.store;
         let result = match &mut self.session {
-            Some(s) if s.id == id => store.write(s, data, max_lifetime),
-            _ => {
+            Some(s) if s.id == id && !matches!(s.mode, Mode::Done) => store.write(s, data, ttl),
+            _ => return self.write_unopened(id, data, ttl),
+        };
+        if matches!(result, Ok(Saved::Yes)) {
+            self.saw(id, Seen::Data(Some(data.to_vec())));
+        }
+        self.saved(id, "written", result)
+    }
+
+    /// A write of a session this request does not hold open: frameworks that do
+    /// not go through PHP's session module (Laravel) write a fresh id after
+    /// regenerate() without reading it, and save twice when the app saves early.
+    /// A session this request let go of is written only over what the request
+    /// last saw of it (the same data again: nothing to do), waiting for its lock
+    /// as a read does: another request's write in between is never overwritten.
+    /// One it never saw is written only while no other request holds (or waits
+    /// for) its lock. A write refused that way returns false, without a warning:
+    /// the framework carries on, and the conflict is counted
+    /// (session_write_conflicts). One it destroyed is not written again.
+    fn write_unopened(&mut self, id: &str, data: &[u8], ttl: Duration) -> Out<bool> {
+        let seen = self
+            .seen
+            .iter()
+            .find(|(s, _)| s == id)
+            .map(|(_, seen)| seen.clone());
+        let expected = match &seen {
+            Some(Seen::Data(Some(d))) if d == data => return Out::ok(true),
+            Some(Seen::Data(Some(d))) => Expect::Data(d),
+            Some(Seen::Data(None)) => Expect::Absent,
+            Some(Seen::Destroyed) => {
                 return Out::warn(
                     false,
-                    format!("cannot write session {}: it is not open", short_id(id)),
+                    format!(
+                        "session {} was destroyed in this request; it is not written again",
+                        short_id(id)
+                    ),
                 )
             }
+            None => {
+                // A fresh id while another session is open (regenerate() without
+                // destroying the old id): the request moved on, so that one is
+                // unlocked now.
+                if self.session.as_ref().is_some_and(|s| s.id != id) {
+                    if let Some(w) = self.close().warning {
+                        return Out::warn(false, w);
+                    }
+                }
+                Expect::Any
+            }
         };
-        self.saved(id, "written", result)
+        let result = match self.store.put(id, data, ttl, expected) {
+            // Another request holds it now: wait our turn (as a read would) and
+            // write only over what we saw.
+            Ok(Put::Busy) if seen.is_some() => self.rewrite_locked(id, data, ttl, expected),
+            other => other,
+        };
+        match result {
+            Ok(Put::Written) => {
+                self.saw(id, Seen::Data(Some(data.to_vec())));
+                Out::ok(true)
+            }
+            Ok(Put::Busy | Put::Changed) => {
+                metrics::incr(Counter::SessionWriteConflicts);
+                Out::ok(false)
+            }
+            Err(e) => Out::warn(
+                false,
+                format!("session {} was not written: {e}", short_id(id)),
+            ),
+        }
+    }
+
+    /// Takes session `id`'s lock (waiting as a read does), then writes `data`
+    /// only if the session still holds `expected`; unlocks either way.
+    fn rewrite_locked(
+        &mut self,
+        id: &str,
+        data: &[u8],
+        ttl: Duration,
+        expected: Expect<'_>,
+    ) -> Result<Put> {
+        let (mut s, now) = match self.store.open(id) {
+            Ok(opened) => opened,
+            Err(Error::LockTimeout(_)) => return Ok(Put::Busy),
+            Err(e) => return Err(e),
+        };
+        if !matches!(s.mode, Mode::Locked(_)) {
+            return Ok(Put::Busy);
+        }
+        let as_seen = match expected {
+            Expect::Data(d) => now.as_deref() == Some(d),
+            Expect::Absent => now.is_none(),
+            Expect::Any => true,
+        };
+        if !as_seen {
+            self.store.close(&mut s)?;
+            return Ok(Put::Changed);
+        }
+        Ok(match self.store.write(&mut s, data, ttl)? {
+            Saved::Yes => Put::Written,
+            _ => Put::Changed,
+        })
     }
 
     pub fn update_timestamp(&mut self, id: &str, max_lifetime: Duration) -> Out<bool> {
         if self.leave_parents_session() {
             return Out::ok(true);
         }
+        let ttl = self.ttl(max_lifetime);
         let store = &self.store;
         let result = match &mut self.session {
-            Some(s) if s.id == id => store.touch(s, max_lifetime),
+            Some(s) if s.id == id => store.touch(s, ttl),
             _ => {
                 return Out::warn(
                     false,
@@ -268,8 +413,13 @@ impl Handler {
                 ),
             );
         }
+        self.saw(id, Seen::Destroyed);
         let store = &self.store;
-        if let Some(s) = self.session.as_mut().filter(|s| s.id == id) {
+        if let Some(s) = self
+            .session
+            .as_mut()
+            .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
+        {
             let result = store.destroy(s);
             return self.saved(id, "destroyed", result);
         }
@@ -434,7 +584,7 @@ impl RedisLockingSessionHandler {
             other => other,
         })?;
         Ok(RedisLockingSessionHandler {
-            handler: RefCell::new(Handler::new(store, dsn)),
+            handler: RefCell::new(Handler::new(store, dsn, Form::Class)),
         })
     }
 
@@ -480,6 +630,12 @@ impl RedisLockingSessionHandler {
     pub fn update_timestamp(&self, id: Bytes, data: Binary<u8>) -> bool {
         let _ = data;
         self.with(|h| h.update_timestamp(&id.lossy(), gc_maxlifetime()))
+    }
+
+    /// Whether the session read last was opened read-only (the lock wait ran out
+    /// with on_lock_timeout = readonly): this request's writes are discarded.
+    pub fn is_read_only(&self) -> bool {
+        self.handler.borrow().readonly()
     }
 }
 
@@ -651,7 +807,10 @@ unsafe extern "C" fn ps_open(
             Ok(store) => {
                 // ext/session calls write and close only when mod_data is set.
                 // SAFETY: as above.
-                unsafe { *mod_data = Box::into_raw(Box::new(Handler::new(store, dsn))).cast() };
+                unsafe {
+                    *mod_data =
+                        Box::into_raw(Box::new(Handler::new(store, dsn, Form::Native))).cast()
+                };
                 SUCCESS
             }
             Err(e) => {
@@ -676,6 +835,23 @@ unsafe extern "C" fn ps_close(mod_data: ModData) -> c_int {
     })
 }
 
+thread_local! {
+    /// Whether the native handler's last read in this request opened its
+    /// session read-only (for `RedisLease\session_is_readonly()`).
+    static NATIVE_READONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the session the native handler read last in this request was opened
+/// read-only (see `RedisLease\session_is_readonly()`).
+pub fn native_readonly() -> bool {
+    NATIVE_READONLY.get()
+}
+
+/// Clears what the last request's native session left (RSHUTDOWN).
+pub fn end_request() {
+    NATIVE_READONLY.set(false);
+}
+
 unsafe extern "C" fn ps_read(
     mod_data: ModData,
     key: *mut zend_string,
@@ -686,7 +862,9 @@ unsafe extern "C" fn ps_read(
         let (Some(h), Some(id)) = (unsafe { handler(mod_data) }, unsafe { zstr(key) }) else {
             return FAILURE;
         };
-        match h.read(id_str(id)).emit() {
+        let read = h.read(id_str(id));
+        NATIVE_READONLY.set(h.readonly());
+        match read.emit() {
             Some(data) => {
                 // SAFETY: val is ext/session's out-parameter; it takes ownership.
                 unsafe {
