@@ -61,7 +61,7 @@ $r = fault_outcome(fn() => $l->acquire());
 $ev = cut_event($proxy, 'L2');
 rl_same('L2: acquire() throws ConnectionException', 'RedisLease\ConnectionException', $r['exception']);
 rl_ok('L2: saying the outcome is unknown', str_contains((string) $r['message'], 'unknown'), (string) $r['message']);
-rl_same('L2: Redis holds the lock for the cut command', $ev['command'][8] ?? 'token?', explode(':', (string) $raw->cmd('GET', $rk))[0]);
+rl_same('L2: Redis holds the lock for the cut command', $ev['command'][9] ?? 'token?', explode(':', (string) $raw->cmd('GET', $rk))[0]);
 $proxy->up();
 rl_same('L2: healed: isAcquired() is true (the object adopts the lease Redis granted)', true, fault_outcome(fn() => $l->isAcquired())['value']);
 $fence = $l->getFencingToken();

@@ -30,8 +30,8 @@ rl_ok('16 auto-renewed locks taken and released', is_array($j) && $j['ok'] === t
 rl_ok('at most one background thread beside the request thread', $busy['threads'] <= $threads0 + 1, "$threads0 -> {$busy['threads']}");
 rl_ok('the connections stay open between requests', $count('fd') >= $fds0 + 16, "$fds0 -> {$count('fd')}");
 // Idle: the connections close after idle_timeout, then the thread ends.
-$back = rl_wait_until(fn() => $count('task') === $threads0 && $count('fd') === $fds0, 10.0, 0.05);
-rl_ok('idle: back to the threads and descriptors it had before', $back, "threads {$count('task')} (was $threads0), fds {$count('fd')} (was $fds0)");
+$back = rl_wait_until(fn() => $count('task') === $threads0 && $count('fd') <= $fds0, 10.0, 0.05);
+rl_ok('idle: back to the threads and descriptors it had before (no more)', $back, "threads {$count('task')} (was $threads0), fds {$count('fd')} (was $fds0)");
 // And the worker still works: it reconnects.
 $r = $client->request(FcgiClient::params("$app/sixteen_dsns.php", [], $extra), 20.0);
 rl_ok('it reconnects for the next request', ($r->json()['ok'] ?? false) === true, $r->describe());
@@ -41,6 +41,6 @@ echo "done\n";
 ok: 16 auto-renewed locks taken and released
 ok: at most one background thread beside the request thread
 ok: the connections stay open between requests
-ok: idle: back to the threads and descriptors it had before
+ok: idle: back to the threads and descriptors it had before (no more)
 ok: it reconnects for the next request
 done

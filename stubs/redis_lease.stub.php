@@ -130,6 +130,10 @@ namespace {
          * never past `$wait`; it also asks again every second, which tells the queue it is alive.
          * Calling it while holding the lock extends our lease to the full ttl and returns true,
          * without taking a new one (false, and a new lease is sought, if ours was lost meanwhile).
+         * Called while holding a read hold (acquireRead()), it upgrades it: it waits until the
+         * other readers have left (nobody else gets in meanwhile: the upgrade is first in line),
+         * and our read hold stays if they keep it past `$wait`. Two readers upgrading at once
+         * would wait for each other for ever: the second one gets false at once.
          * After a release() that timed out, that release is completed first and a fresh lease taken.
          *
          * @param float $wait Seconds to wait: >= 0 (0: try once) and at most 2592000.
@@ -140,6 +144,28 @@ namespace {
          *         before failing, the next call on this object checks and adopts it.
          */
         public function acquire(float $wait = 0.0): bool {}
+
+        /**
+         * Takes the lock as a reader: readers share it, a writer (acquire()) has it alone.
+         *
+         * The queue stays first come, first served across readers and writers: a reader that
+         * arrives while a writer waits queues behind it (writers are not starved), and the readers
+         * queued together at the head of the queue are woken together. Called while holding the
+         * lock alone (a writer), it downgrades our hold to a read hold at once, and the readers
+         * queued at the head get in with us; nobody else can come between. Called while holding a
+         * read hold, it extends it to the full ttl.
+         *
+         * A read hold is a lease of its own (refresh(), autoRenew, release(), isAcquired(),
+         * getToken()/restore() work as for a write hold); it has no fencing token
+         * (getFencingToken() returns null): a read hold gives no right to write.
+         *
+         * @param float $wait Seconds to wait, as in acquire().
+         * @return bool True: we hold it as a reader. False: a writer keeps it (or is first in line)
+         *         past `$wait`.
+         * @throws \ValueError
+         * @throws \RedisLease\ConnectionException
+         */
+        public function acquireRead(float $wait = 0.0): bool {}
 
         /**
          * Releases the lock if our lease still holds it, handing it to the first waiter.
@@ -212,6 +238,92 @@ namespace {
          *         callback returned, even if the callback then took a new one (a nested acquire()).
          *         The callback's result is discarded then: its work ran (partly) without the lock.
          *         Raise the ttl, or call refresh() from inside the callback.
+         * @throws \RedisLease\ConnectionException
+         */
+        public function synchronized(callable $callback, float $wait = 10.0): mixed {}
+
+        /**
+         * As synchronized(), holding the lock as a reader (acquireRead()). Nested in a hold of
+         * this object (read or write), it runs the callback under that hold. synchronized() nested
+         * in a read hold throws LeaseException: it would need an upgrade (call acquire()).
+         *
+         * @throws \RedisLease\LockTimeoutException
+         * @throws \RedisLease\LockLostException
+         * @throws \RedisLease\ConnectionException
+         */
+        public function synchronizedRead(callable $callback, float $wait = 10.0): mixed {}
+    }
+
+    /**
+     * At most `$limit` holders at once: each holds a permit, a lease of its own (a crashed holder's
+     * permit frees at its ttl), renewed by the watchdog with autoRenew, released owner-checked.
+     * Waiting is a FIFO queue: a released permit goes straight to the first waiter, which wakes up
+     * holding it. A permit has no fencing token.
+     *
+     * The limit is each object's own: an acquire takes a permit while fewer than *its* limit are
+     * held, and a released permit goes to the first waiter while fewer than *that waiter's* limit
+     * are held. A later constructor call with a larger limit thus admits more holders at once; one
+     * with a smaller limit admits nobody until the holders taken under the larger one have dropped
+     * below it (permits are never revoked).
+     *
+     * Keys: `<lock_prefix>{<key>}:semaphore:holders` (and `:waiters`, `:terms`), one Cluster slot.
+     * A Redis restart without persistence forgets the permits: their holders find them lost
+     * (release() false, isAcquired() false), and new acquires start from zero.
+     */
+    final class DistributedSemaphore
+    {
+        /**
+         * @param string $key The semaphore's name, as a DistributedLock's key.
+         * @param int $limit How many permits: 1 to 1000000.
+         * @param float $ttl Each permit's lease, in seconds, as DistributedLock's ttl.
+         * @param string|null $dsn Redis, as for DistributedLock.
+         * @param bool $autoRenew Renew our permit from the watchdog, as DistributedLock's.
+         * @throws \ValueError
+         */
+        public function __construct(string $key, int $limit, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false) {}
+
+        /**
+         * Takes one permit, waiting up to `$wait` seconds in the queue. Called while holding one,
+         * it extends it to the full ttl.
+         *
+         * @return bool False: all permits stayed taken past `$wait`.
+         * @throws \ValueError
+         * @throws \RedisLease\ConnectionException Never returned as false.
+         */
+        public function acquire(float $wait = 0.0): bool {}
+
+        /**
+         * Gives our permit back, to the first waiter if any.
+         *
+         * @return bool False when we held none, or our lease had expired.
+         * @throws \RedisLease\ConnectionException
+         */
+        public function release(): bool {}
+
+        /** Extends our permit to `$ttl` seconds from now (null: the constructor's ttl). */
+        public function refresh(?float $ttl = null): bool {}
+
+        /** Asks Redis whether our permit is still ours. */
+        public function isAcquired(): bool {}
+
+        /** Seconds left on our permit, per Redis; null when we hold none. */
+        public function getRemainingLifetime(): ?float {}
+
+        /** Our permit's token (opaque); null when we hold none. */
+        public function getToken(): ?string {}
+
+        /** The key given to the constructor. */
+        public function getKey(): string {}
+
+        /** The limit given to the constructor. */
+        public function getLimit(): int {}
+
+        /**
+         * Takes a permit (waiting up to `$wait` seconds), runs `$callback`, and always releases;
+         * as DistributedLock::synchronized().
+         *
+         * @throws \RedisLease\LockTimeoutException
+         * @throws \RedisLease\LockLostException
          * @throws \RedisLease\ConnectionException
          */
         public function synchronized(callable $callback, float $wait = 10.0): mixed {}

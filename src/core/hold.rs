@@ -54,6 +54,9 @@ pub struct Hold {
     pub fence: i64,
     /// The lease's length: what a refresh or a renewal extends it to.
     pub ttl: Duration,
+    /// A shared hold (a reader of a lock, a semaphore's permit), not the lock
+    /// alone: it has no fencing token.
+    pub shared: bool,
     /// No later than the moment Redis lets the lease go, by our clock (when no
     /// watch keeps that bound instead).
     until: Instant,
@@ -70,6 +73,7 @@ impl Hold {
             token,
             fence,
             ttl,
+            shared: false,
             until: lease_end(sent, ttl),
             acquired_at: sent,
             watch: None,
@@ -169,6 +173,9 @@ const RETRY: Duration = Duration::from_millis(100);
 /// the watch ends without being told).
 pub struct Watch {
     pub(crate) key: Vec<u8>,
+    /// The lease's shared holds (for a reader or a permit: where its lease is).
+    pub(crate) holders: Vec<u8>,
+    pub(crate) shared: bool,
     pub(crate) token: Token,
     kind: Kind,
     /// Its endpoint's `wait_replicas` (one watchdog lane serves every DSN naming
@@ -222,7 +229,7 @@ impl std::fmt::Debug for Watch {
 
 impl Watch {
     pub(crate) fn new(
-        key: Vec<u8>,
+        (key, holders): (Vec<u8>, Vec<u8>),
         hold: &Hold,
         kind: Kind,
         wait: Option<Wait>,
@@ -231,6 +238,8 @@ impl Watch {
     ) -> Watch {
         Watch {
             key,
+            holders,
+            shared: hold.shared,
             token: hold.token.clone(),
             kind,
             wait,
@@ -415,7 +424,14 @@ mod tests {
 
     fn watched(ttl: Duration) -> (Hold, Arc<Watch>) {
         let mut hold = Hold::new(Token::generate(), 0, ttl, Instant::now());
-        let w = Arc::new(Watch::new(b"k".to_vec(), &hold, Kind::Lock, None, true, 0));
+        let w = Arc::new(Watch::new(
+            (b"k".to_vec(), b"h".to_vec()),
+            &hold,
+            Kind::Lock,
+            None,
+            true,
+            0,
+        ));
         hold.watch = Some(w.clone());
         (hold, w)
     }
@@ -457,7 +473,14 @@ mod tests {
         // have been copied locked.
         let foreign = Arc::new(Watch {
             pid: w.pid.wrapping_add(1),
-            ..Watch::new(b"k".to_vec(), &hold, Kind::Lock, None, true, 0)
+            ..Watch::new(
+                (b"k".to_vec(), b"h".to_vec()),
+                &hold,
+                Kind::Lock,
+                None,
+                true,
+                0,
+            )
         });
         hold.watch = Some(foreign.clone());
         let guard = foreign.sched.lock();

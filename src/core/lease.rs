@@ -62,6 +62,9 @@ pub struct LeaseKeys {
     pub waiters: Vec<u8>,
     /// Each waiter's ttl and deadline (a hash).
     pub terms: Vec<u8>,
+    /// Shared holds: readers of a lock, or a semaphore's permits (a sorted set of
+    /// tokens by the moment their lease ends).
+    pub holders: Vec<u8>,
     /// A session's data, when the lease locks a session: unlocking hands the data
     /// to the next waiter along with the lock.
     pub data: Option<Vec<u8>>,
@@ -79,6 +82,14 @@ impl LeaseKeys {
         LeaseKeys::with_base(lock, None)
     }
 
+    /// Keys of a named semaphore: `prefix{name}:semaphore` (never set: permits
+    /// are shared holds), and `:holders`, `:waiters`, `:terms` after it.
+    pub fn for_semaphore(prefix: &[u8], name: &[u8]) -> LeaseKeys {
+        let mut keys = LeaseKeys::for_lock(prefix, name);
+        keys.lock.extend_from_slice(b":semaphore");
+        LeaseKeys::with_base(keys.lock, None)
+    }
+
     /// Keys built from an already hash-tagged lock key (sessions use their own).
     pub fn with_base(lock: Vec<u8>, data: Option<Vec<u8>>) -> LeaseKeys {
         let suffixed = |s: &[u8]| [lock.as_slice(), s].concat();
@@ -86,6 +97,7 @@ impl LeaseKeys {
             fence: suffixed(b":fence"),
             waiters: suffixed(b":waiters"),
             terms: suffixed(b":terms"),
+            holders: suffixed(b":holders"),
             lock,
             data,
         }
@@ -156,6 +168,8 @@ pub enum Attempt<T = Hold> {
     Acquired(T),
     /// Held by another; `Some(d)`: its lease ends in `d`; `None`: it has no expiry.
     Busy(Option<Duration>),
+    /// Not to be had by waiting (an upgrade while another reader waits to upgrade).
+    Refused,
 }
 
 /// How a waiting claim ended.
@@ -173,6 +187,8 @@ pub struct Owned {
     /// Time left on the lease; `None`: no expiry.
     pub left: Option<Duration>,
     pub fence: i64,
+    /// A shared hold (a reader, a permit), not the lock alone.
+    pub shared: bool,
     /// A session's data, when resolving a session's lease.
     pub data: Option<Vec<u8>>,
 }
@@ -208,6 +224,17 @@ impl Failure {
 pub(crate) trait Claim {
     type Won;
     fn ttl(&self) -> Duration;
+    /// The token the claim must use (a holder converting its own hold: an
+    /// upgrade, a downgrade); `None`: a fresh one per attempt.
+    fn token(&self) -> Option<&Token> {
+        None
+    }
+    /// Whether what resolve.lua found our token holding is what the claim wanted
+    /// (an upgrade that finds its token still a reader did not happen).
+    fn adopts(&self, owned: &Owned) -> bool {
+        let _ = owned;
+        true
+    }
     /// Sends the claim script for `token`, which will still wait `will_wait`,
     /// and WAITs for what it granted (see `Lease::replicate_claim`); `generation`:
     /// the Sentinel generation when the claim began.
@@ -423,14 +450,8 @@ impl Lease {
 
     /// Has the watchdog look after `hold` (see `watchdog::watch`).
     pub fn watch(&self, hold: &mut Hold, kind: Kind, renew: bool, generation: u64) {
-        watchdog::watch(
-            &self.endpoint,
-            &self.keys.lock,
-            hold,
-            kind,
-            renew,
-            generation,
-        );
+        let keys = (&self.keys.lock[..], &self.keys.holders[..]);
+        watchdog::watch(&self.endpoint, keys, hold, kind, renew, generation);
     }
 
     /// Runs refresh.lua for `token` on `c` (1: extended to `ttl`, 0: not ours),
@@ -443,6 +464,7 @@ impl Lease {
     ) -> redis::RedisResult<(i64, Option<i64>)> {
         let n: i64 = scripts::REFRESH
             .key(&self.keys.lock)
+            .key(&self.keys.holders)
             .arg(token.as_str())
             .arg(millis(ttl))
             .invoke(&mut c.inner)?;
@@ -497,7 +519,8 @@ impl Lease {
         pending::settle(&self.endpoint)?;
         let generation = sentinel::generation(&self.endpoint);
         let deadline = Instant::now() + wait;
-        let mut token = Token::generate();
+        let fresh = || c.token().cloned().unwrap_or_else(Token::generate);
+        let mut token = fresh();
         let mut contended = false;
         let mut retried = false;
         // When the last attempt that found the lease held was sent: a lease handed
@@ -515,22 +538,24 @@ impl Lease {
                     // out of the queue), and a fresh one tries once more.
                     metrics::incr(Counter::Retries);
                     match self.resolve(&token, c.ttl()) {
-                        Ok(Some(owned)) => {
+                        Ok(Some(owned)) if c.adopts(&owned) => {
                             metrics::incr(Counter::UncertainResolved);
                             if let Err(f) = self.replicate_grant(&token, c.ttl(), generation) {
-                                return Err(self.give_up(&token, true, c.ttl(), f.into_error()));
+                                return Err(self.give_up(c, &token, true, f.into_error()));
                             }
                             let since = busy_since.unwrap_or(sent);
                             Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
                         }
-                        Ok(None) if !retried => {
+                        // Nothing (or, for an upgrade, still just a reader): the
+                        // attempt took nothing, and is tried once more.
+                        Ok(_) if !retried => {
                             metrics::incr(Counter::UncertainResolved);
                             retried = true;
-                            token = Token::generate();
+                            token = fresh();
                             busy_since = None;
                             continue;
                         }
-                        Ok(None) => return Err(first),
+                        Ok(_) => return Err(first),
                         Err(_) => return Err(unresolved(&first, token)),
                     }
                 }
@@ -540,13 +565,19 @@ impl Lease {
                 Ok(a) => a,
                 // An error reply changed nothing in this attempt, but an earlier one
                 // may have queued us.
-                Err(e) => return Err(self.give_up(&token, busy_since.is_some(), c.ttl(), e)),
+                Err(e) => return Err(self.give_up(c, &token, busy_since.is_some(), e)),
             };
             match attempt {
                 Attempt::Acquired(won) => {
                     return Ok(Waited {
                         result: Some(won),
                         contended,
+                    })
+                }
+                Attempt::Refused => {
+                    return Ok(Waited {
+                        result: None,
+                        contended: true,
                     })
                 }
                 Attempt::Busy(holder_left) => {
@@ -581,12 +612,12 @@ impl Lease {
                                     result: Some(won),
                                     contended,
                                 }),
-                                Err(e) => Err(self.give_up(&token, true, c.ttl(), e)),
+                                Err(e) => Err(self.give_up(c, &token, true, e)),
                             };
                         }
                         // Not handed yet: try again (a lost wake-up is found there).
                         Ok(None) => {}
-                        Err(e) => return Err(self.give_up(&token, true, c.ttl(), e)),
+                        Err(e) => return Err(self.give_up(c, &token, true, e)),
                     }
                 }
             }
@@ -615,17 +646,23 @@ impl Lease {
                 -2 => Err(self.unexpected(&"the attempt's token was voided")),
                 pttl => Ok(Attempt::Busy(pttl_duration(pttl))),
             },
+            -3 => Ok(Attempt::Refused),
             other => Err(c.refused(self, other)),
         }
     }
 
     /// A claim ends with `error` while `token` may be queued (or even hold the
-    /// lease): take it out now, or leave that to the caller.
-    fn give_up(&self, token: &Token, queued: bool, ttl: Duration, error: Error) -> Error {
+    /// lease): take it out now, or leave that to the caller. A holder converting
+    /// its own hold (an upgrade) only leaves the queue: its hold stays.
+    fn give_up<C: Claim>(&self, c: &C, token: &Token, queued: bool, error: Error) -> Error {
         if !queued {
             return error;
         }
-        match self.abandon(token, ttl) {
+        let settled = match c.token() {
+            Some(_) => self.resolve(token, c.ttl()).map(drop),
+            None => self.abandon(token, c.ttl()),
+        };
+        match settled {
             Ok(()) => error,
             Err(_) => unresolved(&error, token.clone()),
         }
@@ -692,20 +729,45 @@ impl Lease {
     /// Acquires the lease, waiting up to `wait` for it to be handed to us (or for
     /// its holder's lease to run out). `Ok(None)`: still held by another after `wait`.
     pub fn acquire(&self, ttl: Duration, wait: Duration) -> Result<Option<Hold>> {
+        self.acquire_as(ttl, wait, Want::Alone, None)
+    }
+
+    /// Acquires what `want` asks for, waiting up to `wait`; `token`: the hold of
+    /// ours it converts (an upgrade or a downgrade), else a fresh token.
+    /// `Ok(None)`: others still hold it after `wait` (or, for an upgrade, another
+    /// reader waits to upgrade).
+    pub fn acquire_as(
+        &self,
+        ttl: Duration,
+        wait: Duration,
+        want: Want,
+        token: Option<Token>,
+    ) -> Result<Option<Hold>> {
         let started = Instant::now();
-        let waited = self.claim(&LockClaim { ttl }, wait)?;
+        let waited = self.claim(&LockClaim { ttl, want, token }, wait)?;
+        let permit = matches!(want, Want::Permit(_));
         match waited.result {
             Some(mut hold) => {
                 hold.acquired_at = started;
-                metrics::incr(Counter::LockAcquired);
-                if waited.contended {
+                metrics::incr(match want {
+                    Want::Permit(_) => Counter::PermitsAcquired,
+                    Want::Shared => Counter::ReadLocksAcquired,
+                    _ => Counter::LockAcquired,
+                });
+                if waited.contended && !permit {
                     metrics::incr(Counter::LockContended);
                 }
-                metrics::observe(Timing::LockWait, started.elapsed());
+                if !permit {
+                    metrics::observe(Timing::LockWait, started.elapsed());
+                }
                 Ok(Some(hold))
             }
             None => {
-                metrics::incr(Counter::LockBusy);
+                metrics::incr(if permit {
+                    Counter::PermitsBusy
+                } else {
+                    Counter::LockBusy
+                });
                 Ok(None)
             }
         }
@@ -721,6 +783,7 @@ impl Lease {
                 inv.key(&self.keys.fence)
                     .key(&self.keys.waiters)
                     .key(&self.keys.terms)
+                    .key(&self.keys.holders)
                     .arg(token.as_str());
                 self.done_marker(&mut inv, token);
                 inv.invoke(&mut c.inner)
@@ -822,6 +885,7 @@ impl Lease {
                 .key(&self.keys.fence)
                 .key(&self.keys.waiters)
                 .key(&self.keys.terms)
+                .key(&self.keys.holders)
                 .invoke(&mut c.inner)?;
             let acks = self.wait_replicas(c, n == 1)?;
             let _ = self.replicated(acks, "The lock was released");
@@ -927,6 +991,7 @@ impl Lease {
         let v: Value = self.call_idempotent(|c| {
             scripts::INSPECT
                 .key(&self.keys.lock)
+                .key(&self.keys.holders)
                 .arg(token.as_str())
                 .invoke(&mut c.inner)
         })?;
@@ -941,7 +1006,8 @@ impl Lease {
             let mut inv = scripts::RESOLVE.key(&self.keys.lock);
             inv.key(&self.keys.waiters)
                 .key(&self.keys.terms)
-                .key(self.keys.void(token));
+                .key(self.keys.void(token))
+                .key(&self.keys.holders);
             if let Some(data) = &self.keys.data {
                 inv.key(data);
             }
@@ -962,11 +1028,18 @@ impl Lease {
         let mut items = items.into_iter();
         let mut next = || items.next().unwrap_or(Value::Nil);
         let pttl = i64::from_redis_value(next()).map_err(|e| self.unexpected(&e))?;
-        let fence = parse_fence(next()).ok_or_else(|| self.unexpected(&"bad fence"))?;
+        let fence = next();
+        let shared = matches!(&fence, Value::BulkString(f) if f == b"-");
+        let fence = if shared {
+            0
+        } else {
+            parse_fence(fence).ok_or_else(|| self.unexpected(&"bad fence"))?
+        };
         let data = Option::<Vec<u8>>::from_redis_value(next()).map_err(|e| self.unexpected(&e))?;
         Ok(Some(Owned {
             left: pttl_duration(pttl),
             fence,
+            shared,
             data,
         }))
     }
@@ -996,9 +1069,50 @@ impl Leftover for Abandon {
     }
 }
 
-/// Claiming a named lock: acquire.lua, and the fencing token with the lease.
+/// What a claim of a lock or semaphore wants (acquire.lua's modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// The lock alone (a writer).
+    Alone,
+    /// The lock shared with other readers.
+    Shared,
+    /// The lock alone, for a holder that has it as a reader (an upgrade).
+    Upgrade,
+    /// One permit of a semaphore of this many.
+    Permit(u32),
+}
+
+impl Want {
+    fn mode(self) -> &'static str {
+        match self {
+            Want::Alone => "w",
+            Want::Shared => "r",
+            Want::Upgrade => "u",
+            Want::Permit(_) => "p",
+        }
+    }
+
+    /// Whether what it gets is a shared hold.
+    fn shared(self) -> bool {
+        matches!(self, Want::Shared | Want::Permit(_))
+    }
+}
+
+/// Claiming a named lock or a semaphore's permit: acquire.lua, and the fencing
+/// token with a lock taken alone.
 struct LockClaim {
     ttl: Duration,
+    want: Want,
+    /// A holder converting its own hold (upgrade, downgrade) keeps its token.
+    token: Option<Token>,
+}
+
+impl LockClaim {
+    fn hold(&self, token: Token, fence: i64, since: Instant) -> Hold {
+        let mut hold = Hold::new(token, fence, self.ttl, since);
+        hold.shared = self.want.shared();
+        hold
+    }
 }
 
 impl Claim for LockClaim {
@@ -1008,6 +1122,14 @@ impl Claim for LockClaim {
         self.ttl
     }
 
+    fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
+
+    fn adopts(&self, owned: &Owned) -> bool {
+        owned.shared == self.want.shared()
+    }
+
     fn send(
         &self,
         lease: &Lease,
@@ -1015,6 +1137,10 @@ impl Claim for LockClaim {
         will_wait: Duration,
         generation: u64,
     ) -> std::result::Result<Value, Failure> {
+        let limit = match self.want {
+            Want::Permit(n) => n,
+            _ => 0,
+        };
         let (reply, acks) = lease.call(|c| {
             let reply: Value = scripts::ACQUIRE
                 .key(&lease.keys.lock)
@@ -1022,9 +1148,12 @@ impl Claim for LockClaim {
                 .key(&lease.keys.waiters)
                 .key(&lease.keys.terms)
                 .key(lease.keys.void(token))
+                .key(&lease.keys.holders)
                 .arg(token.as_str())
                 .arg(millis(self.ttl))
                 .arg(millis(will_wait))
+                .arg(self.want.mode())
+                .arg(limit)
                 .invoke(&mut c.inner)?;
             let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
             Ok((reply, acks))
@@ -1036,11 +1165,11 @@ impl Claim for LockClaim {
     fn won(&self, lease: &Lease, token: &Token, detail: Value, since: Instant) -> Result<Hold> {
         let fence =
             parse_fence(detail).ok_or_else(|| lease.unexpected(&"fence is not a number"))?;
-        Ok(Hold::new(token.clone(), fence, self.ttl, since))
+        Ok(self.hold(token.clone(), fence, since))
     }
 
     fn adopt(&self, token: Token, owned: Owned, since: Instant) -> Hold {
-        Hold::new(token, owned.fence, self.ttl, since)
+        self.hold(token, owned.fence, since)
     }
 
     fn handed(
@@ -1051,7 +1180,7 @@ impl Claim for LockClaim {
         _: &[u8],
         since: Instant,
     ) -> Result<Hold> {
-        Ok(Hold::new(token, fence, self.ttl, since))
+        Ok(self.hold(token, fence, since))
     }
 }
 
@@ -1063,7 +1192,7 @@ fn parse_fence(v: Value) -> Option<i64> {
     }
 }
 
-/// A wake-up list entry: `<fence>:<payload>`.
+/// A wake-up list entry: `<fence>:<payload>` (fence `0` for a shared hold).
 fn parse_handoff(entry: &[u8]) -> Option<(i64, &[u8])> {
     let colon = entry.iter().position(|&b| b == b':')?;
     let fence = std::str::from_utf8(&entry[..colon]).ok()?.parse().ok()?;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::error::{Error, Result};
 use crate::core::hold::Kind;
-use crate::core::lease::{Hold, Lease, Owned, Token};
+use crate::core::lease::{Hold, Lease, Owned, Token, Want};
 use crate::core::request;
 use crate::core::sentinel;
 
@@ -36,6 +36,9 @@ pub struct Lock {
     release_sent: bool,
     /// Every hold is renewed by the watchdog until it ends.
     auto_renew: bool,
+    /// A lock (taken alone, or shared by readers), or a semaphore of this many
+    /// permits.
+    permits: Option<u32>,
 }
 
 impl Lock {
@@ -49,7 +52,15 @@ impl Lock {
             unresolved: None,
             release_sent: false,
             auto_renew: false,
+            permits: None,
         }
+    }
+
+    /// A semaphore of `limit` permits: each hold is one permit, a lease of its own.
+    pub fn semaphore(lease: Lease, limit: u32, ttl: Duration) -> Lock {
+        let mut lock = Lock::new(lease, ttl);
+        lock.permits = Some(limit);
+        lock
     }
 
     /// A lock object for a hold taken elsewhere (another object, another
@@ -59,8 +70,15 @@ impl Lock {
         let mut lock = Lock::new(lease, ttl).with_auto_renew(auto_renew);
         let generation = sentinel::generation(&lock.lease.endpoint);
         let asked = Instant::now();
-        if let Some(Owned { left, fence, .. }) = lock.lease.inspect(&token)? {
-            let hold = Hold::found(token, fence, ttl, asked, left);
+        if let Some(Owned {
+            left,
+            fence,
+            shared,
+            ..
+        }) = lock.lease.inspect(&token)?
+        {
+            let mut hold = Hold::found(token, fence, ttl, asked, left);
+            hold.shared = shared;
             lock.set_hold(Some(hold), generation);
         }
         Ok(lock)
@@ -133,8 +151,15 @@ impl Lock {
             let asked = Instant::now();
             let found = self.lease.resolve(&token, self.ttl)?;
             self.unresolved = None;
-            if let Some(Owned { left, fence, .. }) = found {
-                let hold = Hold::found(token, fence, self.ttl, asked, left);
+            if let Some(Owned {
+                left,
+                fence,
+                shared,
+                ..
+            }) = found
+            {
+                let mut hold = Hold::found(token, fence, self.ttl, asked, left);
+                hold.shared = shared;
                 self.set_hold(Some(hold), generation);
                 // With wait_replicas: the acquire's WAIT never ran.
                 if self.lease.endpoint.wait.is_some() {
@@ -152,25 +177,58 @@ impl Lock {
         Ok(())
     }
 
+    /// Whether our hold is shared (a reader's, or a permit).
+    pub fn shared(&self) -> bool {
+        self.hold().is_some_and(|h| h.shared)
+    }
+
     /// Extends a hold we believe we have to the full ttl. False when there is
     /// none, or Redis says it was lost (and then we forget it).
     pub fn renew_held(&mut self) -> Result<bool> {
         self.refresh(self.ttl)
     }
 
-    /// True when we hold the lock (a hold we had is extended to the full ttl, as
-    /// Symfony's acquire() does); false when another holder keeps it past `wait`.
+    /// True when we hold the lock alone (a hold we had is extended to the full ttl,
+    /// as Symfony's acquire() does; a reader's hold is upgraded, with nobody let in
+    /// between); false when others keep it past `wait` (a reader keeps its read
+    /// hold). For a semaphore: one permit.
     pub fn acquire(&mut self, wait: Duration) -> Result<bool> {
+        let want = match self.permits {
+            Some(n) => Want::Permit(n),
+            None => Want::Alone,
+        };
+        let upgrade = want == Want::Alone && self.hold().is_some_and(|h| h.shared);
+        if upgrade {
+            return self.convert(Want::Upgrade, wait);
+        }
         if self.renew_held()? {
             return Ok(true);
         }
-        // A hold the watchdog gave up on may still be ours on Redis: let it go
-        // first (handing it to whoever waits), or we would queue behind ourselves.
+        self.take(want, wait)
+    }
+
+    /// True when we hold the lock as a reader, shared with other readers (a
+    /// hold we had is extended to the full ttl; a writer's hold becomes a read
+    /// hold, with nobody let in between); false when a writer keeps it (or is
+    /// first in line) past `wait`.
+    pub fn acquire_read(&mut self, wait: Duration) -> Result<bool> {
+        if self.hold().is_some_and(|h| !h.shared) {
+            return self.convert(Want::Shared, Duration::ZERO);
+        }
+        if self.renew_held()? {
+            return Ok(true);
+        }
+        self.take(Want::Shared, wait)
+    }
+
+    /// Takes a fresh hold (`want`), after letting go of one the watchdog gave up
+    /// on: Redis may still keep it, and we would queue behind ourselves.
+    fn take(&mut self, want: Want, wait: Duration) -> Result<bool> {
         if self.hold.is_some() {
             self.release()?;
         }
         let generation = sentinel::generation(&self.lease.endpoint);
-        match self.lease.acquire(self.ttl, wait) {
+        match self.lease.acquire_as(self.ttl, wait, want, None) {
             Ok(hold) => {
                 let got = hold.is_some();
                 self.set_hold(hold, generation);
@@ -181,6 +239,25 @@ impl Lock {
                 Err(Error::Unresolved { message, token })
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Converts our hold (same token) into what `want` asks for: an upgrade of a
+    /// reader, or a downgrade of a writer. False (for an upgrade) when the other
+    /// readers keep it past `wait`, or another reader waits to upgrade: our read
+    /// hold stays.
+    fn convert(&mut self, want: Want, wait: Duration) -> Result<bool> {
+        self.settle(true)?;
+        let Some(token) = self.hold.as_ref().map(|h| h.token.clone()) else {
+            return self.take(want, wait);
+        };
+        let generation = sentinel::generation(&self.lease.endpoint);
+        match self.lease.acquire_as(self.ttl, wait, want, Some(token))? {
+            Some(hold) => {
+                self.set_hold(Some(hold), generation);
+                Ok(true)
+            }
+            None => Ok(false),
         }
     }
 
@@ -236,7 +313,8 @@ impl Lock {
     /// trip); `None` when we do not hold the lock, or Redis says it was lost.
     pub fn fence(&mut self) -> Result<Option<i64>> {
         self.settle(true)?;
-        let Some(mut hold) = self.hold.clone().filter(|h| !h.lost()) else {
+        // A shared hold (a reader, a permit) has no fencing token.
+        let Some(mut hold) = self.hold.clone().filter(|h| !h.lost() && !h.shared) else {
             return Ok(None);
         };
         if hold.fence != 0 {

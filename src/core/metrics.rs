@@ -24,7 +24,10 @@ macro_rules! named {
 }
 
 named!(Counter {
-    LockAcquired => "lock_acquired", "Locks acquired.";
+    LockAcquired => "lock_acquired", "Locks acquired (alone: writers).";
+    ReadLocksAcquired => "lock_read_acquired", "Locks acquired as readers (shared).";
+    PermitsAcquired => "semaphore_acquired", "Semaphore permits acquired.";
+    PermitsBusy => "semaphore_busy", "Semaphore acquire calls that gave up because all permits stayed taken.";
     LockContended => "lock_contended", "Acquisitions that found the lock held at least once.";
     LockBusy => "lock_busy", "Acquire calls that gave up because another holder kept the lock (failed acquisitions).";
     LockReleased => "lock_released", "Locks released by their holder.";

@@ -88,6 +88,18 @@ impl Conn {
     /// Takes this process's link to `ep`, connecting if there is none (or if the
     /// one there goes to a Sentinel master that is no longer the master).
     pub fn checkout(ep: &Endpoint) -> Result<Conn> {
+        // A Sentinel failover under way: the old master may still take writes it
+        // will drop. Nothing is sent until the new master is named.
+        if sentinel::switching(ep) {
+            let deadline = Instant::now() + ep.timeouts.connect + ep.timeouts.read;
+            if !sentinel::wait_switch(ep, deadline) {
+                return Err(Error::Connection(format!(
+                    "A failover of {} is under way: no new master was named within the \
+                     timeouts (connect_timeout + read_timeout)",
+                    ep.location()
+                )));
+            }
+        }
         let pooled = with_pool(|pool| {
             pool.idle
                 .iter()

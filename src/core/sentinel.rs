@@ -9,13 +9,21 @@
 //! the service, and a link (or a hold) of an older generation is not used as it
 //! is. The watchdog thread keeps the subscriptions; while none is up, a pooled
 //! link is checked against the sentinels at least every `VERIFY_EVERY`.
+//!
+//! A failover starts well before it is announced: the sentinels pick a replica
+//! (`+selected-slave`) and promote it, and for about a second the old master
+//! still takes writes that one of its other replicas acknowledges (a WAIT can
+//! be met) and will then drop. So the start also begins a new generation, and
+//! until the switch (or the failover's abort) nobody writes to the service:
+//! `wait_switch` holds new work back, and what an old link answered after the
+//! start is settled on the new master.
 
 use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use redis::Value;
 
 use crate::core::dsn::{Addr, Credentials, Endpoint, Tls, Topology};
@@ -41,6 +49,8 @@ struct Known {
     generation: u64,
     /// A subscription to one of its sentinels is up (and caught up).
     subscribed: bool,
+    /// A failover started (a sentinel picked a replica) and has not ended yet.
+    switching: Option<Instant>,
     last_used: Instant,
 }
 
@@ -50,11 +60,15 @@ impl Known {
     }
 }
 
-static KNOWN: PerProcess<Mutex<Vec<Known>>> = PerProcess::new();
+/// The services, and a condition waited on for the end of a failover.
+static KNOWN: PerProcess<(Mutex<Vec<Known>>, Condvar)> = PerProcess::new();
+
+fn registry() -> &'static (Mutex<Vec<Known>>, Condvar) {
+    KNOWN.get(|| (Mutex::new(Vec::new()), Condvar::new()), |_| {})
+}
 
 fn with_known<T>(f: impl FnOnce(&mut Vec<Known>) -> T) -> T {
-    let known = KNOWN.get(|| Mutex::new(Vec::new()), |_| {});
-    f(&mut known.lock())
+    f(&mut registry().0.lock())
 }
 
 fn entry<'a>(known: &'a mut Vec<Known>, ep: &Endpoint) -> &'a mut Known {
@@ -70,6 +84,7 @@ fn entry<'a>(known: &'a mut Vec<Known>, ep: &Endpoint) -> &'a mut Known {
                 epoch: None,
                 generation: 1,
                 subscribed: false,
+                switching: None,
                 last_used: Instant::now(),
             });
             known.len() - 1
@@ -96,7 +111,7 @@ pub fn trust(ep: &Endpoint, generation: u64, verified: Instant) -> Trust {
     with_known(|known| {
         let k = entry(known, ep);
         k.last_used = Instant::now();
-        if k.generation != generation {
+        if still_switching(k) || k.generation != generation {
             Trust::Stale
         } else if k.subscribed || verified.elapsed() < VERIFY_EVERY {
             Trust::Yes
@@ -127,16 +142,17 @@ pub fn found(ep: &Endpoint, addr: &Addr, epoch: Option<u64>) -> (Addr, u64) {
 }
 
 fn note(k: &mut Known, addr: &Addr, epoch: Option<u64>) -> (Addr, u64) {
-    let older = match (epoch, k.epoch) {
-        (Some(e), Some(known)) => e < known,
-        // Without epochs (a sentinel that does not say), the latest answer counts,
-        // unless epochs were seen: then only a newer epoch moves the master.
-        (None, Some(_)) => k.master.as_ref() != Some(addr),
+    // Once epochs were seen, only a newer one moves the master: every failover
+    // raises it, and a sentinel that answers with the known epoch and another
+    // address lags behind (or is the leader in the middle of its failover).
+    // Without epochs (a sentinel that does not say), the latest answer counts.
+    let stays = match (epoch, k.epoch) {
+        (Some(e), Some(known)) => e <= known,
+        (None, Some(_)) => true,
         _ => false,
     };
     match &k.master {
-        Some(m) if older => return (m.clone(), k.generation),
-        Some(m) if m == addr => {}
+        Some(m) if stays || m == addr => return (m.clone(), k.generation),
         Some(_) => {
             k.generation += 1;
             metrics::incr(Counter::MasterChanges);
@@ -147,7 +163,66 @@ fn note(k: &mut Known, addr: &Addr, epoch: Option<u64>) -> (Addr, u64) {
     if epoch.is_some() {
         k.epoch = epoch;
     }
+    end_switch(k);
     (addr.clone(), k.generation)
+}
+
+/// A master is named again: whatever failover was under way has ended.
+fn end_switch(k: &mut Known) {
+    if k.switching.take().is_some() {
+        registry().1.notify_all();
+    }
+}
+
+/// A sentinel of `ep`'s service picked a replica to promote: a new generation,
+/// and no writes until the switch is announced (or the failover aborted).
+pub(crate) fn failover_started(ep: &Endpoint) {
+    with_known(|known| {
+        let k = entry(known, ep);
+        if k.switching.is_none() {
+            k.switching = Some(Instant::now());
+            k.generation += 1;
+        }
+    });
+}
+
+/// The failover of `ep`'s service was aborted: the old master stays.
+pub(crate) fn failover_aborted(ep: &Endpoint) {
+    with_known(|known| end_switch(entry(known, ep)));
+}
+
+/// How long a failover that was started is waited for: past this, its end was
+/// missed (an abort announced while no subscription was up) or it failed, and
+/// the sentinels are asked again.
+const SWITCH_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Whether a failover of `ep`'s service is under way.
+pub(crate) fn switching(ep: &Endpoint) -> bool {
+    is_sentinel(ep) && with_known(|known| still_switching(entry(known, ep)))
+}
+
+fn still_switching(k: &mut Known) -> bool {
+    if k.switching
+        .is_some_and(|at| at.elapsed() >= SWITCH_PATIENCE)
+    {
+        end_switch(k);
+    }
+    k.switching.is_some()
+}
+
+/// Waits until no failover of `ep`'s service is under way, at most until
+/// `deadline`. False when one still is.
+pub(crate) fn wait_switch(ep: &Endpoint, deadline: Instant) -> bool {
+    let (lock, ended) = registry();
+    let mut known = lock.lock();
+    loop {
+        if !still_switching(entry(&mut known, ep)) {
+            return true;
+        }
+        if ended.wait_until(&mut known, deadline).timed_out() {
+            return !still_switching(entry(&mut known, ep));
+        }
+    }
 }
 
 /// Whether a subscription vouches for `ep`'s service.
@@ -161,7 +236,7 @@ pub(crate) fn set_subscribed(ep: &Endpoint, up: bool) {
 
 /// Whether any Sentinel service was used in this process.
 pub(crate) fn any() -> bool {
-    KNOWN.current().is_some_and(|k| !k.lock().is_empty())
+    KNOWN.current().is_some_and(|k| !k.0.lock().is_empty())
 }
 
 /// The services used within `idle`: what the watchdog subscribes to. Services
@@ -220,10 +295,12 @@ impl Subscription {
                 return Err(std::io::ErrorKind::PermissionDenied.into());
             }
         }
-        sub.send(redis::cmd("SUBSCRIBE").arg("+switch-master"))?;
-        match sub.next()? {
-            Value::Array(v) if v.len() == 3 => {}
-            _ => return Err(std::io::ErrorKind::InvalidData.into()),
+        sub.send(redis::cmd("SUBSCRIBE").arg(&CHANNELS[..]))?;
+        for _ in CHANNELS {
+            match sub.next()? {
+                Value::Array(v) if v.len() == 3 => {}
+                _ => return Err(std::io::ErrorKind::InvalidData.into()),
+            }
         }
         sub.stream.set_nonblocking(true)?;
         Ok(sub)
@@ -251,15 +328,15 @@ impl Subscription {
         self.stream.as_raw_fd()
     }
 
-    /// The announcements that arrived, as (service, new master). An error: the
-    /// subscription is gone (closed, or out of step).
-    pub(crate) fn read(&mut self) -> std::io::Result<Vec<(String, Addr)>> {
+    /// The announcements that arrived. An error: the subscription is gone
+    /// (closed, or out of step).
+    pub(crate) fn read(&mut self) -> std::io::Result<Vec<Event>> {
         let mut out = Vec::new();
         loop {
             match self.next() {
                 Ok(Value::Array(parts)) => {
-                    if let Some(switch) = parse_switch(&parts) {
-                        out.push(switch);
+                    if let Some(event) = parse_event(&parts) {
+                        out.push(event);
                     }
                 }
                 Ok(_) => {}
@@ -270,8 +347,31 @@ impl Subscription {
     }
 }
 
-/// `["message", "+switch-master", "<service> <old-ip> <old-port> <new-ip> <new-port>"]`.
-fn parse_switch(parts: &[Value]) -> Option<(String, Addr)> {
+/// The sentinels' channels followed: the switch, the start of a failover (a
+/// replica picked for promotion), and the ways a failover ends without one.
+const CHANNELS: [&str; 5] = [
+    "+switch-master",
+    "+selected-slave",
+    "-failover-abort-no-good-slave",
+    "-failover-abort-slave-timeout",
+    "+failover-end-for-timeout",
+];
+
+/// What a sentinel announced about a service (named first).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// The new master.
+    Switched(String, Addr),
+    /// A failover started: a replica was picked for promotion.
+    Started(String),
+    /// A failover ended without a switch.
+    Aborted(String),
+}
+
+/// `["message", channel, payload]`: `+switch-master` has `<service> <old-ip>
+/// <old-port> <new-ip> <new-port>`; `+selected-slave` has `slave <name> <ip>
+/// <port> @ <service> <ip> <port>`; the aborts `master <service> <ip> <port>`.
+fn parse_event(parts: &[Value]) -> Option<Event> {
     let text = |v: &Value| match v {
         Value::BulkString(b) => std::str::from_utf8(b).ok().map(str::to_string),
         _ => None,
@@ -279,18 +379,30 @@ fn parse_switch(parts: &[Value]) -> Option<(String, Addr)> {
     if parts.len() != 3 || text(&parts[0])? != "message" {
         return None;
     }
+    let channel = text(&parts[1])?;
     let payload = text(&parts[2])?;
     let fields: Vec<&str> = payload.split(' ').collect();
-    let [service, _, _, host, port] = fields[..] else {
-        return None;
+    let service = |fields: &[&str]| match fields.iter().position(|f| *f == "@") {
+        Some(at) => fields.get(at + 1).map(|s| s.to_string()),
+        None if fields.first() == Some(&"master") => fields.get(1).map(|s| s.to_string()),
+        None => None,
     };
-    Some((
-        service.to_string(),
-        Addr::Tcp {
-            host: host.to_string(),
-            port: port.parse().ok()?,
-        },
-    ))
+    match channel.as_str() {
+        "+switch-master" => {
+            let [service, _, _, host, port] = fields[..] else {
+                return None;
+            };
+            Some(Event::Switched(
+                service.to_string(),
+                Addr::Tcp {
+                    host: host.to_string(),
+                    port: port.parse().ok()?,
+                },
+            ))
+        }
+        "+selected-slave" => Some(Event::Started(service(&fields)?)),
+        _ => Some(Event::Aborted(service(&fields)?)),
+    }
 }
 
 #[cfg(test)]
@@ -302,24 +414,37 @@ mod tests {
     }
 
     #[test]
-    fn switch_announcements_parse() {
-        let msg = [
-            bulk("message"),
-            bulk("+switch-master"),
-            bulk("mymaster 127.0.0.1 6379 127.0.0.1 6380"),
-        ];
-        let (service, addr) = parse_switch(&msg).unwrap();
-        assert_eq!(service, "mymaster");
+    fn announcements_parse() {
+        let msg = |channel: &str, payload: &str| [bulk("message"), bulk(channel), bulk(payload)];
         assert_eq!(
-            addr,
-            Addr::Tcp {
-                host: "127.0.0.1".into(),
-                port: 6380
-            }
+            parse_event(&msg(
+                "+switch-master",
+                "mymaster 127.0.0.1 6379 127.0.0.1 6380"
+            )),
+            Some(Event::Switched(
+                "mymaster".into(),
+                Addr::Tcp {
+                    host: "127.0.0.1".into(),
+                    port: 6380
+                }
+            ))
         );
-        assert!(
-            parse_switch(&[bulk("subscribe"), bulk("+switch-master"), Value::Int(1)]).is_none()
+        assert_eq!(
+            parse_event(&msg(
+                "+selected-slave",
+                "slave 127.0.0.1:6380 127.0.0.1 6380 @ mymaster 127.0.0.1 6379"
+            )),
+            Some(Event::Started("mymaster".into()))
         );
-        assert!(parse_switch(&[bulk("message"), bulk("x"), bulk("too few")]).is_none());
+        assert_eq!(
+            parse_event(&msg(
+                "-failover-abort-no-good-slave",
+                "master mymaster 127.0.0.1 6379"
+            )),
+            Some(Event::Aborted("mymaster".into()))
+        );
+        let subscribed = [bulk("subscribe"), bulk("+switch-master"), Value::Int(1)];
+        assert!(parse_event(&subscribed).is_none());
+        assert!(parse_event(&msg("+switch-master", "too few")).is_none());
     }
 }

@@ -507,6 +507,13 @@ pub(crate) fn ask_sentinel(
                     .find(|kv| kv.len() == 2 && kv[0] == name)
                     .map(|kv| kv[1].clone())
             };
+            // The leader of a failover under way names the old master with the
+            // new epoch until it is done: ask another sentinel.
+            if get("flags").is_some_and(|f| f.contains("failover_in_progress")) {
+                return Err(format!(
+                    "{sentinel}: a failover of '{service}' is under way"
+                ));
+            }
             let port = get("port").and_then(|p| p.parse().ok());
             let epoch = get("config-epoch").and_then(|e| e.parse().ok());
             match (get("ip"), port) {

@@ -40,7 +40,7 @@ use crate::core::metrics::{self, Counter};
 use crate::core::pid::PerProcess;
 use crate::core::pool;
 use crate::core::scripts;
-use crate::core::sentinel::{self, Subscription};
+use crate::core::sentinel::{self, Event, Subscription};
 use crate::core::topology::{self, Link};
 
 /// Leases due this close together go in the same round trip.
@@ -48,6 +48,10 @@ const COALESCE: Duration = Duration::from_millis(50);
 
 /// After a subscription failed, the next try comes this much later.
 const RESUBSCRIBE: Duration = Duration::from_millis(500);
+
+/// While a failover of a service with leases is under way, how often the thread
+/// looks again.
+const SWITCH_NAP: Duration = Duration::from_millis(50);
 
 /// With nothing else to do for this long, the thread ends.
 const LINGER: Duration = Duration::from_secs(2);
@@ -59,7 +63,7 @@ const LINGER: Duration = Duration::from_secs(2);
 /// it may have been taken on a master since replaced, and it is checked at once.
 pub fn watch(
     ep: &Arc<Endpoint>,
-    key: &[u8],
+    (key, holders): (&[u8], &[u8]),
     hold: &mut Hold,
     kind: Kind,
     renew: bool,
@@ -73,7 +77,7 @@ pub fn watch(
         return;
     }
     let w = Arc::new(Watch::new(
-        key.to_vec(),
+        (key.to_vec(), holders.to_vec()),
         hold,
         kind,
         ep.wait,
@@ -357,6 +361,11 @@ impl Watchdog {
             }
         }
         for (i, lane) in st.lanes.iter_mut().enumerate() {
+            // Nothing goes to a service while its failover is under way: renewals
+            // wait for the new master (and end at their bound if it comes late).
+            if sentinel::switching(&lane.endpoint) {
+                continue;
+            }
             let generation = sentinel::generation(&lane.endpoint);
             let live: Vec<Arc<Watch>> = lane.watches.iter().filter_map(Weak::upgrade).collect();
             let check: Vec<Arc<Watch>> = live
@@ -397,6 +406,12 @@ impl Watchdog {
         // thing due.
         let mut next: Vec<Instant> = Vec::new();
         for lane in &st.lanes {
+            if sentinel::switching(&lane.endpoint) {
+                // Its switch is announced on a subscription: a short nap covers
+                // the case where it is missed.
+                next.push(now + SWITCH_NAP);
+                continue;
+            }
             for w in lane.watches.iter().filter_map(Weak::upgrade) {
                 if w.renew {
                     next.push(w.due());
@@ -584,6 +599,8 @@ fn listen(wd: &Watchdog, sleep: &Sleep) {
     // Who announced a switch: asked for the master and its epoch right away (the
     // announcement itself carries no epoch, and a sentinel may lag behind).
     let mut announced: Vec<(Endpoint, Addr)> = Vec::new();
+    let mut started: Vec<Endpoint> = Vec::new();
+    let mut aborted: Vec<Endpoint> = Vec::new();
     {
         let mut st = wd.state.lock();
         for (p, &(i, _)) in polled.iter().zip(fds) {
@@ -600,9 +617,20 @@ fn listen(wd: &Watchdog, sleep: &Sleep) {
                 continue;
             };
             match conn.read() {
-                Ok(switches) => {
-                    if switches.iter().any(|(svc, _)| svc == name) {
-                        announced.push((sub.service.clone(), sub.sentinel.clone()));
+                Ok(events) => {
+                    for event in events {
+                        match event {
+                            Event::Switched(svc, _) if svc == *name => {
+                                announced.push((sub.service.clone(), sub.sentinel.clone()))
+                            }
+                            Event::Started(svc) if svc == *name => {
+                                started.push(sub.service.clone())
+                            }
+                            Event::Aborted(svc) if svc == *name => {
+                                aborted.push(sub.service.clone())
+                            }
+                            _ => {}
+                        }
                     }
                 }
                 Err(_) => {
@@ -617,6 +645,12 @@ fn listen(wd: &Watchdog, sleep: &Sleep) {
                 }
             }
         }
+    }
+    for service in started {
+        sentinel::failover_started(&service);
+    }
+    for service in aborted {
+        sentinel::failover_aborted(&service);
     }
     for (service, by) in announced {
         let Topology::Sentinel { service: name, .. } = &service.topology else {
@@ -653,9 +687,15 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
     let cmds: Vec<Cmd> = group
         .iter()
         .map(|w| {
-            let mut c = redis::cmd("GET");
-            c.arg(&w.key);
-            c
+            if w.shared {
+                let mut c = redis::cmd("ZSCORE");
+                c.arg(&w.holders).arg(w.token.as_str());
+                c
+            } else {
+                let mut c = redis::cmd("GET");
+                c.arg(&w.key);
+                c
+            }
         })
         .collect();
     let replies = conn
@@ -673,6 +713,8 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
         .map_or(generation, |m| m.generation);
     for (w, reply) in group.iter().zip(replies) {
         let ours = match &reply {
+            // A shared hold's score (when its lease ends).
+            Value::BulkString(_) | Value::Double(_) if w.shared => true,
             Value::BulkString(v) => {
                 v.len() > w.token.as_str().len()
                     && v.starts_with(w.token.as_str().as_bytes())
@@ -915,8 +957,9 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
             } else {
                 scripts::REFRESH.get_hash()
             })
-            .arg(1)
+            .arg(2)
             .arg(&r.key)
+            .arg(&r.holders)
             .arg(r.token.as_str())
             .arg(millis(*ttl))
             // Renewals only lengthen the lease (see `hold`).

@@ -20,7 +20,7 @@ use crate::core::lease::{check_lock_name, check_lock_prefix, seconds, Lease, Lea
 use crate::core::lock::Lock;
 use crate::core::request;
 use crate::php::args::{Bytes, Float};
-use crate::php::errors::{lock_lost_exception, lock_timeout_exception};
+use crate::php::errors::{lease_exception, lock_lost_exception, lock_timeout_exception};
 use crate::php::ini;
 
 /// Longest lock key, in bytes.
@@ -72,20 +72,39 @@ fn lock_parts(
     (ttl, ttl_arg): (Float, u8),
     dsn: Option<Bytes>,
 ) -> Result<(Vec<u8>, Duration, Lease), Error> {
+    parts(
+        "DistributedLock",
+        method,
+        key,
+        (ttl, ttl_arg),
+        dsn,
+        LeaseKeys::for_lock,
+    )
+}
+
+/// As `lock_parts`, for `class` and its keys (`keys` from the prefix and name).
+fn parts(
+    class: &str,
+    method: &str,
+    key: Bytes,
+    (ttl, ttl_arg): (Float, u8),
+    dsn: Option<Bytes>,
+    keys: fn(&[u8], &[u8]) -> LeaseKeys,
+) -> Result<(Vec<u8>, Duration, Lease), Error> {
     let key = key.0;
     if let Err(why) = check_lock_name(&key) {
         return Err(Error::invalid(format!(
-            "DistributedLock::{method}(): Argument #1 ($key) {why}"
+            "{class}::{method}(): Argument #1 ($key) {why}"
         )));
     }
     if key.len() > MAX_KEY_LEN {
         return Err(Error::invalid(format!(
-            "DistributedLock::{method}(): Argument #1 ($key) must be at most {MAX_KEY_LEN} bytes, {} given",
+            "{class}::{method}(): Argument #1 ($key) must be at most {MAX_KEY_LEN} bytes, {} given",
             key.len()
         )));
     }
     let ttl = seconds(
-        &format!("DistributedLock::{method}(): Argument #{ttl_arg} ($ttl)"),
+        &format!("{class}::{method}(): Argument #{ttl_arg} ($ttl)"),
         ttl.0,
         false,
     )?;
@@ -96,21 +115,103 @@ fn lock_parts(
     let endpoint = Endpoint::parse_shared(&dsn, ini::timeouts()?)?;
     let prefix = ini::get(ini::LOCK_PREFIX);
     check_lock_prefix(prefix.as_bytes())?;
-    let keys = LeaseKeys::for_lock(prefix.as_bytes(), &key);
+    let keys = keys(prefix.as_bytes(), &key);
     Ok((key, ttl, Lease::new(endpoint, keys)))
 }
 
-impl DistributedLock {
-    fn lost(&self, what: &str) -> PhpException {
-        PhpException::new(
+fn lost(key: &[u8], what: &str) -> PhpException {
+    PhpException::new(
+        format!(
+            "The lease on '{}' expired or was taken {what}; its result is discarded \
+             (raise the ttl or refresh() inside the callback)",
+            printable(key)
+        ),
+        0,
+        lock_lost_exception(),
+    )
+}
+
+/// What a `synchronized()` takes: the lock alone, shared, or a permit.
+#[derive(Clone, Copy, PartialEq)]
+enum Take {
+    Alone,
+    Shared,
+    Permit,
+}
+
+/// `synchronized()` of a lock or semaphore: takes `what` (waiting up to `wait`),
+/// runs `callback`, and always releases. Nested in a hold of this object, it
+/// checks (and extends) that hold and leaves the release to the outer holder.
+fn synchronized(
+    lock: &RefCell<Lock>,
+    key: &[u8],
+    method: &str,
+    what: Take,
+    callback: ZendCallable,
+    wait: Float,
+) -> PhpResult<Zval> {
+    let wait = seconds(&format!("{method}(): Argument #2 ($wait)"), wait.0, true)?;
+    // Nested in a synchronized() (or after acquire()) on this object: the outer
+    // holder releases, not us. The lock it holds must still be ours: running
+    // this callback under a new lease would hide from the outer one that part
+    // of its work ran without the lock.
+    let held = lock.borrow().hold().map(|h| h.shared);
+    if let Some(shared) = held {
+        if shared && what == Take::Alone {
+            return Err(PhpException::new(
+                format!(
+                    "{method}() inside a read hold of '{}' would need an upgrade: call acquire() \
+                     first (it upgrades, with nobody let in between)",
+                    printable(key)
+                ),
+                0,
+                lease_exception(),
+            ));
+        }
+        if !lock.borrow_mut().renew_held()? {
+            return Err(lost(key, &format!("before this nested {method}() call")));
+        }
+        return callback.try_call(vec![]).map_err(Into::into);
+    }
+    let got = match what {
+        Take::Shared => lock.borrow_mut().acquire_read(wait)?,
+        Take::Alone | Take::Permit => lock.borrow_mut().acquire(wait)?,
+    };
+    if !got {
+        return Err(PhpException::new(
             format!(
-                "The lease on '{}' expired or was taken {what}; its result is discarded \
-                 (raise the ttl or refresh() inside the callback)",
-                printable(&self.key)
+                "Could not acquire {} '{}' within {:.3} seconds",
+                if what == Take::Permit {
+                    "a permit of"
+                } else {
+                    "the lock"
+                },
+                printable(key),
+                wait.as_secs_f64()
             ),
             0,
-            lock_lost_exception(),
-        )
+            lock_timeout_exception(),
+        ));
+    }
+    let (id, token) = {
+        let lock = lock.borrow();
+        (lock.id(), lock.token().cloned())
+    };
+    let mut guard = BailoutGuard::new(ReleaseOnBailout(Some(id)));
+    let result = callback.try_call(vec![]);
+    guard.get_mut().0 = None;
+    drop(guard);
+    // The callback may have lost the lease and taken a new one (a nested
+    // acquire()): the outer hold still ended before its work did.
+    let same_hold = lock.borrow().token() == token.as_ref();
+    let released = lock.borrow_mut().release();
+    match (result, released) {
+        // The callback's exception is still pending: returning Err lets it
+        // propagate unchanged, whatever the release found.
+        (Err(e), _) => Err(e.into()),
+        (Ok(_), Err(e)) => Err(e.into()),
+        (Ok(value), Ok(true)) if same_hold => Ok(value),
+        (Ok(_), Ok(_)) => Err(lost(key, "before the callback finished")),
     }
 }
 
@@ -227,54 +328,149 @@ impl DistributedLock {
         Bytes(self.key.clone())
     }
 
-    /// Runs `$callback` while holding the lock and returns its result.
+    /// Runs `$callback` while holding the lock (alone) and returns its result.
     #[php(defaults(wait = 10.0))]
     pub fn synchronized(&self, callback: ZendCallable, wait: Float) -> PhpResult<Zval> {
+        let method = "DistributedLock::synchronized";
+        synchronized(&self.lock, &self.key, method, Take::Alone, callback, wait)
+    }
+
+    /// Runs `$callback` while holding the lock as a reader and returns its result.
+    #[php(defaults(wait = 10.0))]
+    pub fn synchronized_read(&self, callback: ZendCallable, wait: Float) -> PhpResult<Zval> {
+        let method = "DistributedLock::synchronizedRead";
+        synchronized(&self.lock, &self.key, method, Take::Shared, callback, wait)
+    }
+
+    /// Takes the lock as a reader, shared with other readers (a writer's hold
+    /// becomes a read hold); false when a writer keeps it past `$wait` seconds.
+    #[php(defaults(wait = 0.0))]
+    pub fn acquire_read(&self, wait: Float) -> PhpResult<bool> {
         let wait = seconds(
-            "DistributedLock::synchronized(): Argument #2 ($wait)",
+            "DistributedLock::acquireRead(): Argument #1 ($wait)",
             wait.0,
             true,
         )?;
-        // Nested in a synchronized() (or after acquire()) on this object: the outer
-        // holder releases, not us. The lock it holds must still be ours: running
-        // this callback under a new lease would hide from the outer one that part
-        // of its work ran without the lock.
-        if self.lock.borrow().hold().is_some() {
-            if !self.lock.borrow_mut().renew_held()? {
-                return Err(self.lost("before this nested synchronized() call"));
-            }
-            return callback.try_call(vec![]).map_err(Into::into);
+        Ok(self.lock.borrow_mut().acquire_read(wait)?)
+    }
+}
+
+/// Longest semaphore limit: more permits than this is not a limit.
+pub const MAX_PERMITS: i64 = 1_000_000;
+
+/// At most `limit` holders at once, each with a permit that is a lease of its
+/// own. See stubs/redis_lease.stub.php.
+#[php_class]
+#[php(name = "DistributedSemaphore")]
+#[php(flags = ClassFlags::Final)]
+pub struct DistributedSemaphore {
+    key: Vec<u8>,
+    ttl: Duration,
+    limit: u32,
+    /// Borrowed only for the length of one core call (as DistributedLock's).
+    lock: RefCell<Lock>,
+}
+
+impl Drop for DistributedSemaphore {
+    fn drop(&mut self) {
+        self.lock.get_mut().close(crate::php::in_teardown());
+    }
+}
+
+#[php_impl]
+impl DistributedSemaphore {
+    #[php(defaults(ttl = 30.0, autoRenew = false))]
+    pub fn __construct(
+        key: Bytes,
+        limit: i64,
+        ttl: Float,
+        dsn: Option<Bytes>,
+        autoRenew: bool,
+    ) -> PhpResult<Self> {
+        if !(1..=MAX_PERMITS).contains(&limit) {
+            return Err(Error::invalid(format!(
+                "DistributedSemaphore::__construct(): Argument #2 ($limit) must be between 1 and \
+                 {MAX_PERMITS}, {limit} given"
+            ))
+            .into());
         }
-        if !self.lock.borrow_mut().acquire(wait)? {
-            return Err(PhpException::new(
-                format!(
-                    "Could not acquire the lock '{}' within {:.3} seconds",
-                    printable(&self.key),
-                    wait.as_secs_f64()
-                ),
-                0,
-                lock_timeout_exception(),
-            ));
-        }
-        let (id, token) = {
-            let lock = self.lock.borrow();
-            (lock.id(), lock.token().cloned())
+        let (key, ttl, lease) = parts(
+            "DistributedSemaphore",
+            "__construct",
+            key,
+            (ttl, 3),
+            dsn,
+            LeaseKeys::for_semaphore,
+        )?;
+        let limit = limit as u32;
+        Ok(DistributedSemaphore {
+            key,
+            ttl,
+            limit,
+            lock: RefCell::new(Lock::semaphore(lease, limit, ttl).with_auto_renew(autoRenew)),
+        })
+    }
+
+    /// Takes one permit; false when all stay taken past `$wait` seconds.
+    #[php(defaults(wait = 0.0))]
+    pub fn acquire(&self, wait: Float) -> PhpResult<bool> {
+        let wait = seconds(
+            "DistributedSemaphore::acquire(): Argument #1 ($wait)",
+            wait.0,
+            true,
+        )?;
+        Ok(self.lock.borrow_mut().acquire(wait)?)
+    }
+
+    /// Gives our permit back (to the first waiter); false when we had lost it.
+    pub fn release(&self) -> PhpResult<bool> {
+        Ok(self.lock.borrow_mut().release()?)
+    }
+
+    /// Extends our permit's lease to `$ttl` seconds from now (default: the constructor's).
+    pub fn refresh(&self, ttl: Option<Float>) -> PhpResult<bool> {
+        let ttl = match ttl {
+            Some(t) => seconds(
+                "DistributedSemaphore::refresh(): Argument #1 ($ttl)",
+                t.0,
+                false,
+            )?,
+            None => self.ttl,
         };
-        let mut guard = BailoutGuard::new(ReleaseOnBailout(Some(id)));
-        let result = callback.try_call(vec![]);
-        guard.get_mut().0 = None;
-        drop(guard);
-        // The callback may have lost the lease and taken a new one (a nested
-        // acquire()): the outer hold still ended before its work did.
-        let same_hold = self.lock.borrow().token() == token.as_ref();
-        let released = self.lock.borrow_mut().release();
-        match (result, released) {
-            // The callback's exception is still pending: returning Err lets it
-            // propagate unchanged, whatever the release found.
-            (Err(e), _) => Err(e.into()),
-            (Ok(_), Err(e)) => Err(e.into()),
-            (Ok(value), Ok(true)) if same_hold => Ok(value),
-            (Ok(_), Ok(_)) => Err(self.lost("before the callback finished")),
-        }
+        Ok(self.lock.borrow_mut().refresh(ttl)?)
+    }
+
+    /// Asks Redis whether our permit is still ours.
+    pub fn is_acquired(&self) -> PhpResult<bool> {
+        Ok(self.lock.borrow_mut().inspect()?.is_some())
+    }
+
+    /// Seconds left on our permit's lease per Redis; null when we hold none.
+    pub fn get_remaining_lifetime(&self) -> PhpResult<Option<f64>> {
+        let owned = self.lock.borrow_mut().inspect()?;
+        Ok(owned.map(|o| o.left.map_or(f64::INFINITY, |d| d.as_secs_f64())))
+    }
+
+    /// Our permit's token (opaque); null when we hold none.
+    pub fn get_token(&self) -> Option<String> {
+        let lock = self.lock.borrow();
+        lock.hold().map(|h| h.token.as_str().to_string())
+    }
+
+    /// The key as given to the constructor.
+    pub fn get_key(&self) -> Bytes {
+        Bytes(self.key.clone())
+    }
+
+    /// The limit given to the constructor.
+    pub fn get_limit(&self) -> i64 {
+        i64::from(self.limit)
+    }
+
+    /// Runs `$callback` while holding a permit and returns its result.
+    #[php(defaults(wait = 10.0))]
+    pub fn synchronized(&self, callback: ZendCallable, wait: Float) -> PhpResult<Zval> {
+        let method = "DistributedSemaphore::synchronized";
+        synchronized(&self.lock, &self.key, method, Take::Permit, callback, wait)
     }
 }

@@ -125,6 +125,7 @@ fn mark_sensitive_parameters() {
     mark::<lock::DistributedLock>(c"restore", 1);
     mark::<lock::DistributedLock>(c"restore", 3);
     mark::<lock::DistributedLock>(c"forcerelease", 1);
+    mark::<lock::DistributedSemaphore>(c"__construct", 3);
     mark::<session::RedisLockingSessionHandler>(c"__construct", 0);
     mark::<session::RedisLockingSessionHandler>(c"open", 0);
 }
@@ -244,6 +245,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .name("redis_lease")
         .version(env!("CARGO_PKG_VERSION"))
         .class::<lock::DistributedLock>()
+        .class::<lock::DistributedSemaphore>()
         .class::<session::RedisLockingSessionHandler>()
         .function(wrap_function!(metrics))
         .function(wrap_function!(prometheus_metrics))

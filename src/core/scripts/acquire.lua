@@ -1,46 +1,106 @@
--- Take a lock if it is free and nobody queues before us; otherwise queue for it.
+-- Take a lock (alone, or shared with other readers) or a semaphore permit if it
+-- is free and nobody queues before us; otherwise queue for it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
--- KEYS[5] void marker of this token
+-- KEYS[5] void marker of this token, KEYS[6] shared holds (readers, permits)
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] how long the caller will still wait,
--- in ms (0: it will not, and leaves the queue)
--- Returns {1, fence} when it took the lock (fence '' when left unassigned, see
--- below), {2, fence} when the lock was handed to us while we waited, {0, pttl} when another holds it (pttl -1: it has no expiry), and
--- {0, -2} when this token was voided (its sender gave up on this attempt).
-local lock, waiters, terms, token = KEYS[1], KEYS[3], KEYS[4], ARGV[1]
-local ttl, wait = tonumber(ARGV[2]), tonumber(ARGV[3])
+-- in ms (0: it will not, and leaves the queue), ARGV[4] mode: 'w' alone, 'r' as a
+-- reader, 'u' alone, for a token that holds it as a reader (an upgrade), 'p' a
+-- permit; ARGV[5] the semaphore's limit ('p')
+-- Returns {1, fence} when it took it (fence '' when left unassigned, see below;
+-- '0' for a shared hold), {2, fence} when it was handed to us while we waited,
+-- {0, pttl} when others hold it (pttl: until the first of their leases ends; -1:
+-- no expiry), {0, -2} when this token was voided (its sender gave up on this
+-- attempt), and {-3, 0} for an upgrade while another reader waits to upgrade
+-- (each would wait for the other for ever).
+local lock, waiters, terms, holders, token = KEYS[1], KEYS[3], KEYS[4], KEYS[6], ARGV[1]
+local ttl, wait, mode, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 -- The common case first: nobody queues, this token was not voided, the lock is
 -- free. Its fencing token is left unassigned (fence.lua assigns it when the holder
 -- asks): most holders never ask, and it saves the counter's write.
-if redis.call('EXISTS', KEYS[5], waiters) == 0
-    and redis.call('SET', lock, token .. ':', 'NX', 'PX', ttl) then
-  return {1, ''}
+if mode == 'w' then
+  if redis.call('EXISTS', KEYS[5], waiters, holders) == 0
+      and redis.call('SET', lock, token .. ':', 'NX', 'PX', ttl) then
+    return {1, ''}
+  end
+elseif mode == 'r' then
+  if redis.call('EXISTS', KEYS[5], waiters, lock) == 0 then
+    add_holder(holders, token, ttl, now_ms())
+    return {1, '0'}
+  end
 end
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return {0, -2}
 end
 local value = redis.call('GET', lock)
 if owns(value, token) then
+  if mode == 'r' then
+    -- A writer taking it as a reader (a downgrade): nobody can come between,
+    -- and readers queued at the head share it at once.
+    redis.call('DEL', lock)
+    local now = now_ms()
+    add_holder(holders, token, ttl, now)
+    grant(lock, holders, waiters, terms, KEYS[2], no_payload, now)
+    return {1, '0'}
+  end
   -- Handed to us while we waited, and its wake-up was lost or not read yet.
   unwake(lock, token)
   return {2, string.sub(value, #token + 2)}
 end
 local now = now_ms()
+local live = live_holders(holders, now)
+local reading = live > 0 and redis.call('ZSCORE', holders, token)
+if reading and mode ~= 'u' then
+  -- A shared hold handed to us while we waited (or one we have: kept).
+  unwake(lock, token)
+  return {2, '0'}
+end
 if not value then
   local first = first_waiter(waiters, terms, now)
   if not first or first == token then
     -- Taking comes first: under maxmemory, Redis refuses it with nothing changed.
-    local fence = next_fence(KEYS[2], ttl)
-    redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
-    leave_queue(waiters, terms, token)
-    return {1, fence}
+    if (mode == 'w' and live == 0) or (mode == 'u' and live == (reading and 1 or 0)) then
+      local fence = next_fence(KEYS[2], ttl)
+      redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
+      if reading then
+        redis.call('ZREM', holders, token)
+      end
+      leave_queue(waiters, terms, token)
+      return {1, fence}
+    elseif mode == 'r' or (mode == 'p' and live < limit) then
+      add_holder(holders, token, ttl, now)
+      leave_queue(waiters, terms, token)
+      return {1, '0'}
+    end
   end
-  -- Free with others queued before us (its holder's lease ran out): first come,
-  -- first served.
-  hand_off(lock, waiters, terms, KEYS[2], no_payload, now)
+  -- Free (or shareable) with others queued before us (a holder's lease ran out):
+  -- first come, first served. What that serves may be us.
+  grant(lock, holders, waiters, terms, KEYS[2], no_payload, now)
+  value = redis.call('GET', lock)
+  if owns(value, token) then
+    unwake(lock, token)
+    return {2, string.sub(value, #token + 2)}
+  end
+  if mode ~= 'u' and redis.call('ZSCORE', holders, token) then
+    unwake(lock, token)
+    return {2, '0'}
+  end
+end
+if mode == 'u' then
+  -- Two readers each waiting for the other to leave would wait for ever: an
+  -- upgrade is refused while another reader waits to upgrade.
+  local first, _, _, first_mode = first_waiter(waiters, terms, now)
+  if first and first ~= token and first_mode == 'u' then
+    return {-3, 0}
+  end
 end
 if wait > 0 then
-  join_queue(waiters, terms, token, ttl, wait, now)
+  join_queue(waiters, terms, token, ttl, wait, now, mode, limit)
 else
   leave_queue(waiters, terms, token)
 end
-return {0, redis.call('PTTL', lock)}
+-- How long until a holder's lease ends: the lock's, else the first shared one's.
+local pttl = redis.call('PTTL', lock)
+if pttl == -2 and live > 0 then
+  pttl = math.max(tonumber(redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]) - now, 0)
+end
+return {0, pttl}

@@ -1,9 +1,15 @@
--- Tell whether our token holds the lock, without changing anything.
--- KEYS[1] lock
+-- Tell what our token holds, without changing anything.
+-- KEYS[1] lock, KEYS[2] shared holds
 -- ARGV[1] token
--- Returns {pttl, fence} when ours, nil otherwise.
+-- Returns {pttl, fence} when it holds the lock alone, {pttl, '-'} for a shared
+-- hold, nil otherwise.
 local value = redis.call('GET', KEYS[1])
-if not owns(value, ARGV[1]) then
-  return false
+if owns(value, ARGV[1]) then
+  return {redis.call('PTTL', KEYS[1]), string.sub(value, #ARGV[1] + 2)}
 end
-return {redis.call('PTTL', KEYS[1]), string.sub(value, #ARGV[1] + 2)}
+local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]))
+local now = now_ms()
+if ends and ends > now then
+  return {ends - now, '-'}
+end
+return false

@@ -63,36 +63,63 @@ local function leave_queue(waiters, terms, token)
   redis.call('HDEL', terms, token)
 end
 
--- The first waiter within its deadline and heard from lately, as token, ttl,
--- deadline. Those whose deadline passed (they gave up, or died) are dropped on
--- the way; those not heard from lately are passed over.
-local function first_waiter(waiters, terms, now)
-  local i = 0
+-- A waiter's terms are '<ttl> <deadline> <heard until>[ <mode>[ <limit>]]' (ms).
+-- Modes: 'w' (the default) takes the lock alone; 'r' shares it with other
+-- readers; 'u' is a reader waiting to take it alone (an upgrade); 'p' takes one
+-- of <limit> permits of a semaphore.
+local function parse_terms(text)
+  local ttl, deadline, heard, mode, limit = string.match(text or '',
+    '^(%d+) (%d+) (%d+) ?(%a?) ?(%d*)$')
+  if not ttl then
+    return nil
+  end
+  return tonumber(ttl), tonumber(deadline), tonumber(heard), mode ~= '' and mode or 'w',
+    tonumber(limit)
+end
+
+-- The first waiter at or after place `i` within its deadline and heard from
+-- lately: token, ttl, deadline, mode, limit, and its place. Those whose
+-- deadline passed (they gave up, or died) are dropped on the way; those not
+-- heard from lately are passed over.
+local function waiter_from(waiters, terms, now, i)
   while true do
     local token = redis.call('ZRANGE', waiters, i, i)[1]
     if not token then
       return nil
     end
-    local ttl, deadline, heard = string.match(redis.call('HGET', terms, token) or '',
-      '^(%d+) (%d+) (%d+)$')
-    if not ttl or tonumber(deadline) <= now then
+    local ttl, deadline, heard, mode, limit = parse_terms(redis.call('HGET', terms, token))
+    if not ttl or deadline <= now then
       leave_queue(waiters, terms, token)
-    elseif tonumber(heard) <= now then
+    elseif heard <= now then
       i = i + 1
     else
-      return token, tonumber(ttl), tonumber(deadline)
+      return token, ttl, deadline, mode, limit, i
     end
   end
 end
 
--- Queues `token` (keeping its place if it is already queued) until now + wait.
-local function join_queue(waiters, terms, token, ttl, wait, now)
+local function first_waiter(waiters, terms, now)
+  return waiter_from(waiters, terms, now, 0)
+end
+
+-- Queues `token` (keeping its place if it is already queued, or, for an upgrade,
+-- ahead of everyone) until now + wait.
+local function join_queue(waiters, terms, token, ttl, wait, now, mode, limit)
   if not redis.call('ZSCORE', waiters, token) then
-    local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
-    redis.call('ZADD', waiters, (tonumber(last) or 0) + 1, token)
+    if mode == 'u' then
+      local first = redis.call('ZRANGE', waiters, 0, 0, 'WITHSCORES')[2]
+      redis.call('ZADD', waiters, (tonumber(first) or 1) - 1, token)
+    else
+      local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
+      redis.call('ZADD', waiters, (tonumber(last) or 0) + 1, token)
+    end
   end
   local heard = now + math.min(wait, NAP_MS) + HEARD_SLACK_MS
-  redis.call('HSET', terms, token, ttl .. ' ' .. (now + wait) .. ' ' .. heard)
+  local text = ttl .. ' ' .. (now + wait) .. ' ' .. heard
+  if mode and mode ~= 'w' then
+    text = text .. ' ' .. mode .. (limit and (' ' .. limit) or '')
+  end
+  redis.call('HSET', terms, token, text)
   -- The queue lasts as long as its longest waiter.
   local keep = wait + WAKE_KEEP_MS
   if redis.call('PTTL', waiters) < keep then
@@ -101,30 +128,96 @@ local function join_queue(waiters, terms, token, ttl, wait, now)
   end
 end
 
--- Hands the free lock to the first waiter (see first_waiter): the lock
--- becomes that waiter's (with a fresh fence when fence_key is given, for its
--- ttl), and '<fence>:<payload()>' goes onto its wake-up list. True when handed.
--- `now` (ms) may be nil: the clock is read only when someone queues.
-local function hand_off(lock, waiters, terms, fence_key, payload, now)
-  if redis.call('EXISTS', waiters) == 0 then
+-- Shared holds (read locks, semaphore permits) are a sorted set of tokens, each
+-- scored with the moment its lease ends (server ms); the set itself expires with
+-- its last lease.
+
+-- How many shared holds are alive at `now`; those that ran out are dropped.
+local function live_holders(holders, now)
+  if not holders or redis.call('EXISTS', holders) == 0 then
+    return 0
+  end
+  redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+  return redis.call('ZCARD', holders)
+end
+
+local function keep_holders(holders, now)
+  local last = tonumber(redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2])
+  if last and last > now then
+    redis.call('PEXPIRE', holders, last - now)
+  end
+end
+
+-- Gives `token` a shared hold until now + ttl.
+local function add_holder(holders, token, ttl, now)
+  redis.call('ZADD', holders, now + ttl, token)
+  keep_holders(holders, now)
+end
+
+-- Wakes a waiter that was just granted what it waited for, with '<fence>:<body>'.
+local function wake_up(lock, token, deadline, now, message)
+  local wake = lock .. ':wake:' .. token
+  redis.pcall('RPUSH', wake, message)
+  redis.pcall('PEXPIRE', wake, deadline - now + WAKE_KEEP_MS)
+end
+
+-- Hands what is free to the waiters at the head of the queue, first come first
+-- served (see first_waiter): the lock alone to a writer when nobody holds it
+-- (with a fresh fence when fence_key is given, for its ttl; '<fence>:<payload()>'
+-- goes onto its wake-up list); with `holders`, shared holds to the consecutive
+-- readers at the head, or permits while fewer than a waiter's limit are held.
+-- It stops at the first waiter it cannot serve: later ones never overtake it.
+-- True when it handed anything. `now` (ms) may be nil: the clock is read only
+-- when someone queues.
+local function grant(lock, holders, waiters, terms, fence_key, payload, now)
+  if redis.call('EXISTS', waiters) == 0 or redis.call('EXISTS', lock) == 1 then
     return false
   end
   now = now or now_ms()
-  local token, ttl, deadline = first_waiter(waiters, terms, now)
-  if not token then
-    return false
+  local live = live_holders(holders, now)
+  local handed = false
+  local i = 0
+  while true do
+    local token, ttl, deadline, mode, limit, at = waiter_from(waiters, terms, now, i)
+    if not token then
+      return handed
+    end
+    if mode == 'w' or mode == 'u' then
+      -- An upgrading reader may be the one holder left: it becomes the writer.
+      local mine = mode == 'u' and holders and redis.call('ZSCORE', holders, token)
+      if live > (mine and 1 or 0) then
+        return handed
+      end
+      local body = payload()
+      leave_queue(waiters, terms, token)
+      if mine then
+        redis.call('ZREM', holders, token)
+      end
+      local fence = '0'
+      if fence_key then
+        fence = next_fence(fence_key, ttl)
+      end
+      redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
+      wake_up(lock, token, deadline, now, fence .. ':' .. body)
+      return true
+    end
+    if mode == 'p' and live >= (limit or 0) then
+      return handed
+    end
+    leave_queue(waiters, terms, token)
+    add_holder(holders, token, ttl, now)
+    wake_up(lock, token, deadline, now, '0:')
+    live = live + 1
+    handed = true
+    -- The next waiter now stands where this one stood.
+    i = at
   end
-  local body = payload()
-  leave_queue(waiters, terms, token)
-  local fence = '0'
-  if fence_key then
-    fence = next_fence(fence_key, ttl)
-  end
-  redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
-  local wake = lock .. ':wake:' .. token
-  redis.pcall('RPUSH', wake, fence .. ':' .. body)
-  redis.pcall('PEXPIRE', wake, deadline - now + WAKE_KEEP_MS)
-  return true
+end
+
+-- Hands the free lock to the first waiter (sessions: an exclusive lock, whose
+-- payload carries its data). True when handed.
+local function hand_off(lock, waiters, terms, fence_key, payload, now)
+  return grant(lock, nil, waiters, terms, fence_key, payload, now)
 end
 
 local function no_payload()
@@ -139,9 +232,21 @@ end
 -- Lets go of a lock its caller holds: handed to the first waiter (see
 -- hand_off), or deleted when nobody waits.
 local function pass_on(lock, waiters, terms, fence_key, payload)
-  if not hand_off(lock, waiters, terms, fence_key, payload, nil) then
+  redis.call('DEL', lock)
+  hand_off(lock, waiters, terms, fence_key, payload, nil)
+end
+
+-- Lets go of `token`'s hold on a lock or semaphore: the lock alone, or a shared
+-- hold; what that frees goes to the waiters at the head of the queue (see
+-- grant). True when the token held something.
+local function let_go(lock, holders, waiters, terms, fence_key, token)
+  if owns(redis.call('GET', lock), token) then
     redis.call('DEL', lock)
+  elseif not (holders and redis.call('ZREM', holders, token) == 1) then
+    return false
   end
+  grant(lock, holders, waiters, terms, fence_key, no_payload, nil)
+  return true
 end
 
 -- The session data at data_key, for a caller who holds its lock. Data it cannot

@@ -1,5 +1,5 @@
--- Extend a lease if our token still holds it.
--- KEYS[1] lock
+-- Extend a lease (the lock alone, or a shared hold) if our token still has it.
+-- KEYS[1] lock, KEYS[2] shared holds
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] 'at_least' for the watchdog's
 -- renewals, which never shorten a lease: one that overtakes the holder's own
 -- refresh (sent on another link) cannot cut it back. Without it the expiry is
@@ -7,12 +7,21 @@
 -- Returns 1 when extended, 0 when the lease was no longer ours (nothing changed).
 -- Always a write when ours, even when the lease is long enough already: the WAIT
 -- that follows must cover the expiry replicas will keep.
-if not owns(redis.call('GET', KEYS[1]), ARGV[1]) then
+local ttl, at_least = tonumber(ARGV[2]), ARGV[3] == 'at_least'
+if owns(redis.call('GET', KEYS[1]), ARGV[1]) then
+  if at_least then
+    ttl = math.max(ttl, redis.call('PTTL', KEYS[1]))
+  end
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return 1
+end
+local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]))
+local now = now_ms()
+if not ends or ends <= now then
   return 0
 end
-local ttl = tonumber(ARGV[2])
-if ARGV[3] == 'at_least' then
-  ttl = math.max(ttl, redis.call('PTTL', KEYS[1]))
+if at_least then
+  ttl = math.max(ttl, ends - now)
 end
-redis.call('PEXPIRE', KEYS[1], ttl)
+add_holder(KEYS[2], ARGV[1], ttl, now)
 return 1

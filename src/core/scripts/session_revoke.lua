@@ -12,11 +12,7 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
   return 2
 end
 redis.call('DEL', KEYS[1])
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  if hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil) then
-    redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
-  else
-    redis.call('DEL', KEYS[2])
-  end
+if redis.call('DEL', KEYS[2]) == 1 and hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil) then
+  redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
 end
 return 1

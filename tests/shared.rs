@@ -1,0 +1,318 @@
+//! Read/write locks and semaphores: shared holds with the lock's guarantees
+//! (FIFO queue with handoff, fencing for writers, renewal, owner checks).
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis_lease::core::dsn::{Endpoint, Timeouts};
+use redis_lease::core::lease::{Lease, LeaseKeys};
+use redis_lease::core::lock::Lock;
+use support::{await_until, RedisServer};
+
+const MS: Duration = Duration::from_millis(1);
+const SEC: Duration = Duration::from_secs(1);
+
+fn lease(server: &RedisServer, name: &str) -> Lease {
+    let ep = Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap();
+    Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()))
+}
+
+fn lock(server: &RedisServer, name: &str) -> Lock {
+    Lock::new(lease(server, name), SEC * 30)
+}
+
+fn semaphore(server: &RedisServer, name: &str, limit: u32, ttl: Duration) -> Lock {
+    let ep = Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap();
+    let lease = Lease::new(
+        Arc::new(ep),
+        LeaseKeys::for_semaphore(b"lock:", name.as_bytes()),
+    );
+    Lock::semaphore(lease, limit, ttl)
+}
+
+fn waiters(server: &RedisServer, key: &str) -> i64 {
+    redis::cmd("ZCARD")
+        .arg(format!("{key}:waiters"))
+        .query(&mut server.conn())
+        .unwrap()
+}
+
+#[test]
+fn readers_share_a_writer_waits_and_later_readers_queue_behind_it() {
+    let server = RedisServer::start();
+    let (mut r1, mut r2) = (lock(&server, "rw"), lock(&server, "rw"));
+    assert!(r1.acquire_read(Duration::ZERO).unwrap());
+    assert!(r2.acquire_read(Duration::ZERO).unwrap(), "readers share");
+    assert!(r1.shared() && r2.shared());
+    assert_eq!(
+        r1.fence().unwrap(),
+        None,
+        "a read hold has no fencing token"
+    );
+    assert!(
+        !lock(&server, "rw").acquire(Duration::ZERO).unwrap(),
+        "no writer while read"
+    );
+    // A writer queues; a reader that comes after it must not overtake it.
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let writer = {
+        let (server_dsn, order) = (server.dsn(), order.clone());
+        std::thread::spawn(move || {
+            let ep = Endpoint::parse(&server_dsn, Timeouts::default()).unwrap();
+            let l = Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", b"rw"));
+            let mut w = Lock::new(l, SEC * 30);
+            assert!(w.acquire(SEC * 10).unwrap());
+            order.lock().unwrap().push("writer in");
+            let fence = w.fence().unwrap().expect("a writer has a fence");
+            std::thread::sleep(MS * 100);
+            order.lock().unwrap().push("writer out");
+            assert!(w.release().unwrap());
+            fence
+        })
+    };
+    await_until(SEC * 5, "the writer to queue", || {
+        waiters(&server, "lock:{rw}") == 1
+    });
+    let late = {
+        let (server_dsn, order) = (server.dsn(), order.clone());
+        std::thread::spawn(move || {
+            let ep = Endpoint::parse(&server_dsn, Timeouts::default()).unwrap();
+            let l = Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", b"rw"));
+            let mut r = Lock::new(l, SEC * 30);
+            assert!(r.acquire_read(SEC * 10).unwrap());
+            order.lock().unwrap().push("late reader in");
+            assert!(r.release().unwrap());
+        })
+    };
+    await_until(SEC * 5, "the late reader to queue behind it", || {
+        waiters(&server, "lock:{rw}") == 2
+    });
+    assert!(r1.release().unwrap());
+    assert!(
+        order.lock().unwrap().is_empty(),
+        "one reader still holds it"
+    );
+    assert!(r2.release().unwrap());
+    let fence = writer.join().unwrap();
+    late.join().unwrap();
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["writer in", "writer out", "late reader in"],
+        "first come, first served across readers and writers"
+    );
+    let mut w2 = lock(&server, "rw");
+    assert!(w2.acquire(Duration::ZERO).unwrap());
+    assert!(
+        w2.fence().unwrap().unwrap() > fence,
+        "writers' fences keep rising"
+    );
+    assert!(w2.release().unwrap());
+}
+
+#[test]
+fn consecutive_queued_readers_are_woken_together() {
+    let server = RedisServer::start();
+    let mut w = lock(&server, "batch");
+    assert!(w.acquire(Duration::ZERO).unwrap());
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let dsn = server.dsn();
+            std::thread::spawn(move || {
+                let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+                let l = Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", b"batch"));
+                let mut r = Lock::new(l, SEC * 30);
+                assert!(r.acquire_read(SEC * 10).unwrap());
+                let at = Instant::now();
+                // Held together: each waits until all three are in.
+                (r, at)
+            })
+        })
+        .collect();
+    await_until(SEC * 5, "three readers to queue", || {
+        waiters(&server, "lock:{batch}") == 3
+    });
+    let released = Instant::now();
+    assert!(w.release().unwrap());
+    let mut held: Vec<(Lock, Instant)> = readers.into_iter().map(|t| t.join().unwrap()).collect();
+    for (_, at) in &held {
+        assert!(
+            at.duration_since(released) < MS * 500,
+            "woken by the release, not a nap"
+        );
+    }
+    let in_redis: i64 = redis::cmd("ZCARD")
+        .arg("lock:{batch}:holders")
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(in_redis, 3, "all three hold it at once");
+    for (r, _) in &mut held {
+        assert!(r.release().unwrap());
+    }
+}
+
+#[test]
+fn an_upgrade_waits_for_the_other_readers_and_lets_nobody_in_between() {
+    let server = RedisServer::start();
+    let (mut a, mut b) = (lock(&server, "up"), lock(&server, "up"));
+    assert!(a.acquire_read(Duration::ZERO).unwrap());
+    assert!(b.acquire_read(Duration::ZERO).unwrap());
+    // With another reader in, the upgrade waits (here: not at all) and a stays a reader.
+    assert!(!a.acquire(Duration::ZERO).unwrap());
+    assert!(a.shared(), "still a reader");
+    let upgrader = std::thread::spawn(move || {
+        assert!(a.acquire(SEC * 10).unwrap(), "upgraded once b left");
+        assert!(!a.shared());
+        let fence = a.fence().unwrap().expect("a writer's fence");
+        assert!(a.release().unwrap());
+        fence
+    });
+    await_until(SEC * 5, "the upgrade to queue", || {
+        waiters(&server, "lock:{up}") == 1
+    });
+    // Nobody comes in between: a new reader queues behind the upgrade.
+    let mut c = lock(&server, "up");
+    assert!(
+        !c.acquire_read(Duration::ZERO).unwrap(),
+        "no reader overtakes an upgrade"
+    );
+    // b, also a reader, cannot upgrade meanwhile: both would wait for ever.
+    assert!(
+        !b.acquire(SEC * 5).unwrap(),
+        "a second upgrade is refused at once"
+    );
+    assert!(b.shared(), "b keeps its read hold");
+    assert!(b.release().unwrap());
+    let fence = upgrader.join().unwrap();
+    assert!(fence > 0);
+    assert!(c.acquire_read(Duration::ZERO).unwrap());
+    assert!(c.release().unwrap());
+}
+
+#[test]
+fn a_downgrade_keeps_the_lock_and_lets_queued_readers_in() {
+    let server = RedisServer::start();
+    let mut w = lock(&server, "down");
+    assert!(w.acquire(Duration::ZERO).unwrap());
+    assert!(w.fence().unwrap().is_some());
+    let reader = {
+        let dsn = server.dsn();
+        std::thread::spawn(move || {
+            let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+            let l = Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", b"down"));
+            let mut r = Lock::new(l, SEC * 30);
+            let got = r.acquire_read(SEC * 10).unwrap();
+            (got, r)
+        })
+    };
+    await_until(SEC * 5, "the reader to queue", || {
+        waiters(&server, "lock:{down}") == 1
+    });
+    assert!(w.acquire_read(Duration::ZERO).unwrap(), "downgraded");
+    assert!(w.shared());
+    let (got, mut r) = reader.join().unwrap();
+    assert!(got, "the queued reader got in at the downgrade");
+    assert!(
+        !lock(&server, "down").acquire(Duration::ZERO).unwrap(),
+        "still no writer"
+    );
+    assert!(r.release().unwrap() && w.release().unwrap());
+}
+
+#[test]
+fn read_holds_are_renewed_and_refreshed_and_released_owner_checked() {
+    let server = RedisServer::start();
+    let ttl = MS * 600;
+    let mut r = Lock::new(lease(&server, "renewr"), ttl).with_auto_renew(true);
+    assert!(r.acquire_read(Duration::ZERO).unwrap());
+    std::thread::sleep(ttl * 2);
+    assert!(r.hold().is_some(), "renewed past its ttl");
+    assert!(r.inspect().unwrap().is_some());
+    assert!(r.refresh(SEC * 30).unwrap());
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg("lock:{renewr}:holders")
+        .arg(r.token().unwrap().as_str())
+        .query(&mut server.conn())
+        .unwrap();
+    let now: (u64, u64) = redis::cmd("TIME").query(&mut server.conn()).unwrap();
+    let left = score - (now.0 * 1000 + now.1 / 1000) as f64;
+    assert!(left > 29_000.0, "refresh set 30 s, {left} ms left");
+    assert!(r.release().unwrap());
+    assert!(!r.release().unwrap(), "released once");
+    let mut w = lock(&server, "renewr");
+    assert!(
+        w.acquire(Duration::ZERO).unwrap(),
+        "free after the last reader"
+    );
+    assert!(w.release().unwrap());
+}
+
+#[test]
+fn a_semaphore_admits_its_limit_and_hands_permits_on_in_order() {
+    let server = RedisServer::start();
+    let mut held: Vec<Lock> = (0..3)
+        .map(|_| semaphore(&server, "sem", 3, SEC * 30))
+        .collect();
+    for s in &mut held {
+        assert!(s.acquire(Duration::ZERO).unwrap());
+        assert!(s.shared() && s.fence().unwrap().is_none());
+    }
+    let mut fourth = semaphore(&server, "sem", 3, SEC * 30);
+    assert!(!fourth.acquire(Duration::ZERO).unwrap(), "no fourth permit");
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let waiters_threads: Vec<_> = (0..2)
+        .map(|i| {
+            let (dsn, order) = (server.dsn(), order.clone());
+            let t = std::thread::spawn(move || {
+                let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+                let l = Lease::new(Arc::new(ep), LeaseKeys::for_semaphore(b"lock:", b"sem"));
+                let mut s = Lock::semaphore(l, 3, SEC * 30);
+                assert!(s.acquire(SEC * 10).unwrap());
+                order.lock().unwrap().push(i);
+                s
+            });
+            // Arrival order: the second only after the first queued.
+            let server_waiters = || waiters(&server, "lock:{sem}:semaphore");
+            await_until(SEC * 5, "the waiter to queue", || server_waiters() == i + 1);
+            t
+        })
+        .collect();
+    assert!(held[0].release().unwrap());
+    await_until(SEC * 5, "the first waiter to get the freed permit", || {
+        order.lock().unwrap().len() == 1
+    });
+    assert_eq!(*order.lock().unwrap(), [0]);
+    assert!(held[1].release().unwrap());
+    let mut got: Vec<Lock> = waiters_threads
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    assert_eq!(
+        *order.lock().unwrap(),
+        [0, 1],
+        "permits go in arrival order"
+    );
+    for s in got.iter_mut().chain(held[2..].iter_mut()) {
+        assert!(s.release().unwrap());
+    }
+}
+
+#[test]
+fn a_crashed_holders_permit_frees_at_its_ttl() {
+    let server = RedisServer::start();
+    let ttl = MS * 300;
+    let mut crashed = semaphore(&server, "crash", 1, ttl);
+    assert!(crashed.acquire(Duration::ZERO).unwrap());
+    // A process that dies never releases: leak the object (no destructor).
+    std::mem::forget(crashed);
+    let mut next = semaphore(&server, "crash", 1, SEC * 30);
+    let start = Instant::now();
+    assert!(next.acquire(SEC * 5).unwrap());
+    let took = start.elapsed();
+    assert!(
+        took < ttl + MS * 1200,
+        "free within about its ttl: {took:?}"
+    );
+    assert!(next.release().unwrap());
+}
