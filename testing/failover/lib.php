@@ -482,6 +482,26 @@ final class ClusterTopo
             throw new RuntimeException('the victim master has no replica online');
         }
         $this->replica = (int) $m[1];
+        // Every node knows the replica as the victim's (a manual failover needs the
+        // other masters' votes for it).
+        $victimId = (new RlRaw($this->victim))->cmd('CLUSTER', 'MYID');
+        $known = rl_wait_until(function () use ($victimId): bool {
+            foreach ($this->nodes as $n) {
+                $seen = false;
+                foreach (explode("\n", (string) (new RlRaw($n['port']))->cmd('CLUSTER', 'NODES')) as $line) {
+                    $f = explode(' ', $line);
+                    $seen = $seen || (str_starts_with($f[1] ?? '', "127.0.0.1:{$this->replica}@")
+                        && str_contains($f[2], 'slave') && ($f[3] ?? '') === $victimId);
+                }
+                if (!$seen) {
+                    return false;
+                }
+            }
+            return true;
+        }, 20.0, 0.05);
+        if (!$known) {
+            throw new RuntimeException('not every node knows the replica');
+        }
     }
 
     public function node(int $port): array

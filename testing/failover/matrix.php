@@ -386,7 +386,15 @@ function mx_fault(array $cell, object $topo, MxLoad $load, MxWatcher $watcher): 
     switch ($cell['fault']) {
         case 'planned':
             $tl['fault'] = mx_now();
-            (new RlRaw($topo->replica))->cmd('CLUSTER', 'FAILOVER');
+            // A manual failover that does not complete (its election can fail) is
+            // abandoned by Redis after 5 s (CLUSTER_MF_TIMEOUT); an operator asks again.
+            for ($try = 1; $try <= 3; $try++) {
+                (new RlRaw($topo->replica))->cmd('CLUSTER', 'FAILOVER');
+                if ($load->run(6.0, fn() => $promoted() !== null)) {
+                    break;
+                }
+                $tl['notes'][] = "CLUSTER FAILOVER try $try did not complete within 6 s";
+            }
             break;
         case 'kill':
             $tl['fault'] = mx_now();
@@ -480,7 +488,7 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
     // (d) recovery: the first request begun after the last failure.
     if ($lastFail !== null) {
         $after = $rs[$lastFail + 1] ?? null;
-        $row['recovery'] = $after === null ? INF : mx_s(mx_span($after)[0] - $tl['fault']);
+        $row['recovery'] = $after === null ? INF : max(0.0, mx_s(mx_span($after)[0] - $tl['fault']));
     }
 
     // (a) acknowledged writes lost: every acked id must be in its session's final list.
