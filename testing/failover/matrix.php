@@ -4,7 +4,7 @@
  * and a checker over the recorded history.
  *
  *   php testing/failover/matrix.php [--cells=0,1,...,8] [--runs=N] [--keep=DIR]
- *                                   [--plant=ack_unwritten] [--judge0as1]
+ *                                   [--plant=ack_unwritten|unheld] [--judge0as1]
  *
  * Each cell starts its own topology (Sentinel: a master with 2 replicas and 3
  * sentinels, down-after 1000 ms, failover-timeout 2000 ms; Cluster: 3 masters
@@ -107,7 +107,7 @@ function mx_opts(array $argv): array
             $o['runs'] = max(1, (int) $m[1]);
         } elseif (preg_match('/^--keep=(.+)$/', $a, $m)) {
             $o['keep'] = $m[1];
-        } elseif (preg_match('/^--plant=(ack_unwritten)$/', $a, $m)) {
+        } elseif (preg_match('/^--plant=(ack_unwritten|unheld)$/', $a, $m)) {
             $o['plant'] = $m[1];
         } elseif ($a === '--judge0as1') {
             $o['judge0as1'] = true;
@@ -192,7 +192,7 @@ function mx_run_cell(int $id, int $run, array $o): array
                     $name = $locks[$w][$k % MX_LOCKS];
                     return [FcgiClient::params(__DIR__ . '/app/lock.php',
                         ['name' => $name, 'rid' => $rid, 'ttl' => MX_LOCK_TTL, 'wait' => MX_LOCK_WAIT,
-                            'res' => "res:$name", 'work_us' => MX_WORK_US],
+                            'res' => "res:$name", 'work_us' => MX_WORK_US] + ($o['plant'] !== '' ? ['plant' => $o['plant']] : []),
                         ['RL_DSN' => $lockDsn, 'RL_CTL_PORT' => $ctl['port']]),
                         ['kind' => 'lock', 'w' => $w, 'name' => $name]];
                 }

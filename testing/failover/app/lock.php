@@ -57,11 +57,15 @@ try {
     $lock = new DistributedLock($name, (float) $_GET['ttl'], (string) $_SERVER['RL_DSN']);
     $out['step'] = 'acquire';
     $out['t_acq0'] = hrtime(true);
-    $out['acquired'] = $lock->acquire((float) $_GET['wait']);
+    // plant=unheld (only for showing that the checker catches a broken app): one
+    // lock request in 10 skips the lock, takes the next token by itself and works
+    // 20 ms inside, and still reports success.
+    $unheld = ($_GET['plant'] ?? '') === 'unheld' && intdiv((int) $rid, 2) % 10 === 0;
+    $out['acquired'] = $unheld ? true : $lock->acquire((float) $_GET['wait']);
     $out['t_acq1'] = hrtime(true);
     if ($out['acquired']) {
         $out['step'] = 'fence';
-        $out['token'] = $lock->getFencingToken();
+        $out['token'] = $unheld ? (int) $ctl->cmd('GET', $res) + 1 : $lock->getFencingToken();
         $out['t_fence'] = hrtime(true);
         $out['step'] = 'enter';
         $out['t_enter0'] = hrtime(true);
@@ -71,7 +75,7 @@ try {
         $out['enter'] = [0 => 'fenced', 1 => 'entered', 2 => 'overlap'][$e[0]];
         if ($e[0] !== 0) {
             try {
-                usleep((int) $_GET['work_us']); // the work, inside the resource
+                usleep($unheld ? 20000 : (int) $_GET['work_us']); // the work, inside the resource
             } finally {
                 $out['t_exit0'] = hrtime(true);
                 $ctl->cmd('EVAL', WORK_EXIT, 2, "$res:inside", "$res:count", $rid);
@@ -80,7 +84,7 @@ try {
         }
         $out['step'] = 'release';
         $out['t_rel0'] = hrtime(true);
-        $out['released'] = $lock->release();
+        $out['released'] = $unheld ? true : $lock->release();
         $out['t_rel1'] = hrtime(true);
     }
     $out['step'] = 'done';

@@ -21,7 +21,8 @@
  *    warning is recorded, ours included, for the report).
  *
  * plant=ack_unwritten (only for showing that the checker catches a broken app):
- * every 10th request of a session discards its change (session_abort()) and
+ * one request in 10 (of either pool: rid = 2 × its number + wait_replicas)
+ * discards its change (session_abort()) and
  * still reports it acknowledged.
  */
 
@@ -116,7 +117,7 @@ try {
         $ids[] = $rid;
         $_SESSION['ids'] = $ids;
         $out['count'] = count($ids);
-        $planted = ($_GET['plant'] ?? '') === 'ack_unwritten' && $rid % 10 === 0;
+        $planted = ($_GET['plant'] ?? '') === 'ack_unwritten' && intdiv($rid, 2) % 10 === 0;
         $before = count($warnings);
         $out['t_write'] = hrtime(true);
         if ($planted) {
