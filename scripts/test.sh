@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: formatting and lints, the Rust core against a real redis-server,
-# and the PHPT suite through PHP's run-tests.php. Ends with "N passed, N failed".
+# the PHPT suite through PHP's run-tests.php, and the failover matrix. Ends with
+# "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,6 +53,16 @@ read -r pp pf < "$counts" || { pp=0; pf=1; }
 rm -f "$counts"
 passed=$((passed + pp))
 failed=$((failed + pf))
+
+# The failover matrix (testing/failover/matrix.php): php-fpm under load through
+# Sentinel and Cluster failovers, one test per cell and wait_replicas value.
+counts=$(mktemp)
+MATRIX_COUNTS_FILE=$counts REDIS_LEASE_SO="$so" "$PHP" testing/failover/matrix.php
+read -r mp mf < "$counts" || { mp=0; mf=1; }
+rm -f "$counts"
+echo "failover matrix: $mp passed, $mf failed"
+passed=$((passed + mp))
+failed=$((failed + mf))
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
