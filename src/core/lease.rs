@@ -298,7 +298,7 @@ impl Lease {
                     // the caller settles it on the new master.
                     drop(conn);
                     Err(Failure::Broken(Error::Connection(format!(
-                        "The master of {} was replaced while a command ran",
+                        "A Sentinel failover replaced {} while a command ran",
                         self.endpoint.location()
                     ))))
                 }
