@@ -320,10 +320,11 @@ impl Lease {
                     conn.recycle();
                     metrics::incr(Counter::ConnectionErrors);
                     Err(Failure::Reply(Error::Reply(format!(
-                        "Redis at {} answered with an error: {}{}",
+                        "Redis at {} answered with an error: {}{}{}",
                         self.endpoint.location(),
                         server_error_text(&e),
-                        auth_hint(&e)
+                        auth_hint(&e),
+                        scripting_hint(&e)
                     ))))
                 }
                 Err(e) => {
@@ -802,7 +803,7 @@ impl Lease {
         data: &'a [u8],
         secs: u64,
         op: &'a str,
-    ) -> redis::ScriptInvocation<'a> {
+    ) -> scripts::Invocation<'a> {
         let mut inv = scripts::SESSION_SAVE.key(data_key);
         inv.key(&self.keys.lock)
             .key(&self.keys.waiters)
@@ -819,7 +820,7 @@ impl Lease {
     /// connection, an unlock leaves a marker its own second run recognizes: the
     /// marker's key (last of KEYS) and lifetime (last of ARGV), long enough for
     /// the client's retries and the redirects `ClusterLink` follows after them.
-    fn done_marker(&self, inv: &mut redis::ScriptInvocation<'_>, token: &Token) {
+    fn done_marker(&self, inv: &mut scripts::Invocation<'_>, token: &Token) {
         if let Topology::Cluster { .. } = self.endpoint.topology {
             let t = &self.endpoint.timeouts;
             let tries = crate::core::topology::CLUSTER_RETRIES + 2;
@@ -1200,12 +1201,41 @@ fn parse_handoff(entry: &[u8]) -> Option<(i64, &[u8])> {
 }
 
 /// A server error as Redis sent it ("NOPERM this user has no permissions..."),
-/// so operators can grep for Redis's own error codes.
+/// so operators can grep for Redis's own error codes. Redis's "unknown command"
+/// error goes on to echo the command's arguments (keys, a session id): cut off.
 fn server_error_text(e: &redis::RedisError) -> String {
-    match (e.code(), e.detail()) {
+    let text = match (e.code(), e.detail()) {
         (Some(code), Some(detail)) => format!("{code} {detail}"),
         (Some(code), None) => code.to_string(),
         _ => e.to_string(),
+    };
+    match text.find(", with args beginning with") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// A server that cannot run our scripts (EVAL and EVALSHA renamed away or
+/// disabled, a user without @scripting, Valkey without its Lua engine) answers
+/// in its own words: say what they mean for us.
+fn scripting_hint(e: &redis::RedisError) -> &'static str {
+    let text = e.to_string().to_ascii_lowercase();
+    let scripts = ["eval", "script", "lua"].iter().any(|w| text.contains(w));
+    let refused = [
+        "unknown command",
+        "noperm",
+        "no permissions",
+        "engine",
+        "not loaded",
+        "disabled",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    if scripts && refused {
+        " (redis_lease runs Lua scripts, by EVALSHA and EVAL: this server or user cannot run them; \
+         enable scripting, or grant the user @scripting)"
+    } else {
+        ""
     }
 }
 

@@ -953,7 +953,7 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
             // EVAL (which also loads it) when Redis does not know the script.
             let mut c = redis::cmd(if eval { "EVAL" } else { "EVALSHA" });
             c.arg(if eval {
-                scripts::REFRESH_SOURCE
+                scripts::REFRESH.source
             } else {
                 scripts::REFRESH.get_hash()
             })
