@@ -244,8 +244,10 @@ fn with_wait_replicas_a_renewal_counts_only_once_replicated() {
     let mut plain = Lock::new(lease(&master, "", "plain"), ttl).with_auto_renew(true);
     assert!(plain.acquire(Duration::ZERO).unwrap());
     let mut holder = Lock::new(lease(&master, query, "durable"), ttl).with_auto_renew(true);
+    let mut second = Lock::new(lease(&master, query, "second"), ttl).with_auto_renew(true);
     let acquired = Instant::now();
     assert!(holder.acquire(Duration::ZERO).unwrap());
+    assert!(second.acquire(Duration::ZERO).unwrap());
     // A renewal the replica acknowledged moves the lease's end past the first one.
     await_until(ttl * 2, "an acknowledged renewal", || {
         holder
@@ -274,6 +276,13 @@ fn with_wait_replicas_a_renewal_counts_only_once_replicated() {
         "lost after {lost_after:?}, ttl {ttl:?}"
     );
     assert!(extended_on_master > 0, "the master alone kept extending it");
+    assert!(second.hold().is_none(), "the other one given up too");
+    // acquire() on a hold given up on lets it go first instead of queueing
+    // behind its own old lease (which the master kept extending).
+    let again = Instant::now();
+    assert!(second.acquire(ttl).unwrap(), "taken again");
+    assert!(again.elapsed() < ttl / 2, "not behind itself: {:?}", again.elapsed());
+    assert!(second.release().unwrap());
     assert!(!holder.release().unwrap_or(false), "not reported as held");
     // Given up by our reckoning is not taken by someone else: the release still
     // deletes it, so the next holder need not wait for the master's expiry.
