@@ -281,7 +281,11 @@ fn with_wait_replicas_a_renewal_counts_only_once_replicated() {
     // behind its own old lease (which the master kept extending).
     let again = Instant::now();
     assert!(second.acquire(ttl).unwrap(), "taken again");
-    assert!(again.elapsed() < ttl / 2, "not behind itself: {:?}", again.elapsed());
+    assert!(
+        again.elapsed() < ttl / 2,
+        "not behind itself: {:?}",
+        again.elapsed()
+    );
     assert!(second.release().unwrap());
     assert!(!holder.release().unwrap_or(false), "not reported as held");
     // Given up by our reckoning is not taken by someone else: the release still

@@ -1278,6 +1278,15 @@ pub(crate) fn pttl_duration(pttl: i64) -> Option<Duration> {
 /// same way), and ttls are whole milliseconds, rounded up, so that the lease we
 /// count on is exactly the one Redis keeps.
 pub fn seconds(name: &str, value: f64, allow_zero: bool) -> Result<Duration> {
+    seconds_named(|| name.to_string(), value, allow_zero)
+}
+
+/// [`seconds`], with the argument's name made only for an error message.
+pub fn seconds_named(
+    name: impl FnOnce() -> String,
+    value: f64,
+    allow_zero: bool,
+) -> Result<Duration> {
     let ok = value.is_finite()
         && value <= MAX_SECONDS
         && if allow_zero {
@@ -1294,7 +1303,8 @@ pub fn seconds(name: &str, value: f64, allow_zero: bool) -> Result<Duration> {
         };
         let range = if allow_zero { ">= 0" } else { "> 0" };
         return Err(Error::invalid(format!(
-            "{name} must be a finite number of seconds {range} and <= {MAX_SECONDS}, {given} given"
+            "{} must be a finite number of seconds {range} and <= {MAX_SECONDS}, {given} given",
+            name()
         )));
     }
     let d = Duration::from_secs_f64(value);

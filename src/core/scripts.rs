@@ -7,6 +7,7 @@
 //! caches it: one step that cannot be undone by a flush in between, as
 //! SCRIPT LOAD then EVALSHA can.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use redis::{ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ServerErrorKind, ToRedisArgs};
@@ -28,27 +29,62 @@ impl Lua {
     }
 
     /// An invocation with its first key.
-    pub fn key<T: ToRedisArgs>(&self, key: T) -> Invocation<'_> {
+    pub fn key<'a>(&'a self, key: impl Into<KeyBytes<'a>>) -> Invocation<'a> {
         let mut inv = Invocation {
             lua: self,
-            keys: Vec::with_capacity(6),
-            args: Vec::with_capacity(6),
+            keys: Vec::with_capacity(8),
+            args: Vec::with_capacity(8),
         };
         inv.key(key);
         inv
     }
 }
 
-/// A script with its keys and arguments, ready to run.
+/// A key of an invocation: borrowed where it can be.
+pub struct KeyBytes<'a>(Cow<'a, [u8]>);
+
+impl<'a> From<&'a [u8]> for KeyBytes<'a> {
+    fn from(k: &'a [u8]) -> Self {
+        KeyBytes(Cow::Borrowed(k))
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for KeyBytes<'a> {
+    fn from(k: &'a Vec<u8>) -> Self {
+        KeyBytes(Cow::Borrowed(k))
+    }
+}
+
+impl<'a> From<&'a str> for KeyBytes<'a> {
+    fn from(k: &'a str) -> Self {
+        KeyBytes(Cow::Borrowed(k.as_bytes()))
+    }
+}
+
+impl<'a> From<&'a String> for KeyBytes<'a> {
+    fn from(k: &'a String) -> Self {
+        KeyBytes(Cow::Borrowed(k.as_bytes()))
+    }
+}
+
+impl From<Vec<u8>> for KeyBytes<'_> {
+    fn from(k: Vec<u8>) -> Self {
+        KeyBytes(Cow::Owned(k))
+    }
+}
+
+/// A script with its keys and arguments, ready to run. Keys are borrowed where
+/// they can be (most are the lease's own), and the command is built in one
+/// buffer of the right size: this runs twice per lock, per request.
 pub struct Invocation<'a> {
     lua: &'a Lua,
-    keys: Vec<Vec<u8>>,
+    keys: Vec<Cow<'a, [u8]>>,
     args: Vec<Vec<u8>>,
 }
 
-impl Invocation<'_> {
-    pub fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
-        key.write_redis_args(&mut self.keys);
+impl<'a> Invocation<'a> {
+    pub fn key(&mut self, key: impl Into<KeyBytes<'a>>) -> &mut Self {
+        self.keys.push(key.into().0);
         self
     }
 
@@ -59,15 +95,25 @@ impl Invocation<'_> {
 
     /// The command running it: EVALSHA, or EVAL with its source.
     fn cmd(&self, by_source: bool) -> redis::Cmd {
-        let mut cmd = redis::cmd(if by_source { "EVAL" } else { "EVALSHA" });
-        cmd.arg(if by_source {
-            self.lua.source
+        let script: &[u8] = if by_source {
+            self.lua.source.as_bytes()
         } else {
-            &self.lua.hash
-        })
-        .arg(self.keys.len())
-        .arg(&self.keys)
-        .arg(&self.args);
+            self.lua.hash.as_bytes()
+        };
+        let data = script.len()
+            + 10
+            + self.keys.iter().map(|k| k.len()).sum::<usize>()
+            + self.args.iter().map(Vec::len).sum::<usize>();
+        let mut cmd = redis::Cmd::with_capacity(3 + self.keys.len() + self.args.len(), data);
+        cmd.arg(if by_source { "EVAL" } else { "EVALSHA" })
+            .arg(script)
+            .arg(self.keys.len());
+        for key in &self.keys {
+            cmd.arg(&key[..]);
+        }
+        for arg in &self.args {
+            cmd.arg(&arg[..]);
+        }
         cmd
     }
 

@@ -71,24 +71,34 @@ type IniString = unsafe extern "C" fn(*const c_char, usize, i32) -> *mut c_char;
 
 /// The current value of an ini setting of ours ("" when unset).
 pub fn get(name: &CStr) -> String {
+    with(name, str::to_string)
+}
+
+/// Runs `f` on the current value of an ini setting of ours ("" when unset),
+/// without copying it: constructors read several, per lock.
+pub fn with<T>(name: &CStr, f: impl FnOnce(&str) -> T) -> T {
     // zend_ini_string is not among ext-php-rs's bindings; resolve it at run time.
     static ZEND_INI_STRING: OnceLock<Option<IniString>> = OnceLock::new();
-    let f = ZEND_INI_STRING.get_or_init(|| {
+    fn resolve() -> Option<IniString> {
         php_global::<std::ffi::c_void>(c"zend_ini_string")
             // SAFETY: the symbol has this signature in PHP 8.x (Zend/zend_ini.h).
             .map(|p| unsafe { std::mem::transmute::<*mut std::ffi::c_void, IniString>(p) })
-    });
-    let Some(f) = f else { return String::new() };
+    }
+    let Some(ini_string) = ZEND_INI_STRING.get_or_init(resolve) else {
+        return f("");
+    };
     let bytes = name.to_bytes();
     // SAFETY: name/len describe a valid string; PHP returns a NUL-terminated value or null.
-    let value = unsafe { f(name.as_ptr(), bytes.len(), 0) };
+    let value = unsafe { ini_string(name.as_ptr(), bytes.len(), 0) };
     if value.is_null() {
-        return String::new();
+        return f("");
     }
     // SAFETY: non-null values from zend_ini_string are NUL-terminated and live for the request.
-    unsafe { CStr::from_ptr(value) }
-        .to_string_lossy()
-        .into_owned()
+    let value = unsafe { CStr::from_ptr(value) };
+    match value.to_str() {
+        Ok(v) => f(v),
+        Err(_) => f(&value.to_string_lossy()),
+    }
 }
 
 /// The current value of any ini setting, by name ("" when unknown).
@@ -97,8 +107,7 @@ pub fn get_str(name: &str) -> String {
 }
 
 fn seconds(name: &CStr) -> Result<Duration> {
-    let raw = get(name);
-    match raw.trim().parse::<f64>() {
+    with(name, |raw| match raw.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= MAX_TIMEOUT_SECS => {
             Ok(Duration::from_secs_f64(v))
         }
@@ -107,7 +116,7 @@ fn seconds(name: &CStr) -> Result<Duration> {
             name.to_string_lossy(),
             raw.chars().take(32).collect::<String>()
         ))),
-    }
+    })
 }
 
 /// Timeouts from ini, for DSNs that do not set their own.

@@ -16,7 +16,9 @@ use ext_php_rs::zend::BailoutGuard;
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::Error;
-use crate::core::lease::{check_lock_name, check_lock_prefix, seconds, Lease, LeaseKeys, Token};
+use crate::core::lease::{
+    check_lock_name, check_lock_prefix, seconds, seconds_named, Lease, LeaseKeys, Token,
+};
 use crate::core::lock::Lock;
 use crate::core::request;
 use crate::php::args::{Bytes, Float};
@@ -103,8 +105,8 @@ fn parts(
             key.len()
         )));
     }
-    let ttl = seconds(
-        &format!("{class}::{method}(): Argument #{ttl_arg} ($ttl)"),
+    let ttl = seconds_named(
+        || format!("{class}::{method}(): Argument #{ttl_arg} ($ttl)"),
         ttl.0,
         false,
     )?;
@@ -113,9 +115,9 @@ fn parts(
         None => ini::get(ini::DSN),
     };
     let endpoint = Endpoint::parse_shared(&dsn, ini::timeouts()?)?;
-    let prefix = ini::get(ini::LOCK_PREFIX);
-    check_lock_prefix(prefix.as_bytes())?;
-    let keys = keys(prefix.as_bytes(), &key);
+    let keys = ini::with(ini::LOCK_PREFIX, |prefix| {
+        check_lock_prefix(prefix.as_bytes()).map(|()| keys(prefix.as_bytes(), &key))
+    })?;
     Ok((key, ttl, Lease::new(endpoint, keys)))
 }
 
