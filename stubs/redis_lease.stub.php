@@ -133,7 +133,9 @@ namespace {
          * Called while holding a read hold (acquireRead()), it upgrades it: it waits until the
          * other readers have left (nobody else gets in meanwhile: the upgrade is first in line),
          * and our read hold stays if they keep it past `$wait`. Two readers upgrading at once
-         * would wait for each other for ever: the second one gets false at once.
+         * would wait for each other for ever: the second one gets false at once. A read hold whose
+         * lease ran out cannot be upgraded (a writer may have come between): false, and the hold
+         * is gone.
          * After a release() that timed out, that release is completed first and a fresh lease taken.
          *
          * @param float $wait Seconds to wait: >= 0 (0: try once) and at most 2592000.
@@ -152,8 +154,9 @@ namespace {
          * arrives while a writer waits queues behind it (writers are not starved), and the readers
          * queued together at the head of the queue are woken together. Called while holding the
          * lock alone (a writer), it downgrades our hold to a read hold at once, and the readers
-         * queued at the head get in with us; nobody else can come between. Called while holding a
-         * read hold, it extends it to the full ttl.
+         * queued at the head get in with us; nobody else can come between (false, and the hold
+         * is gone, when our write lease had run out). Called while holding a read hold, it extends
+         * it to the full ttl.
          *
          * A read hold is a lease of its own (refresh(), autoRenew, release(), isAcquired(),
          * getToken()/restore() work as for a write hold); it has no fencing token

@@ -316,3 +316,59 @@ fn a_crashed_holders_permit_frees_at_its_ttl() {
     );
     assert!(next.release().unwrap());
 }
+
+#[test]
+fn a_conversion_of_a_hold_that_ran_out_is_refused_and_the_hold_is_gone() {
+    let server = RedisServer::start();
+    let short = MS * 150;
+    // Upgrade: our read lease runs out, a writer comes and goes: there is no
+    // "nobody in between" to give any more.
+    let mut r = Lock::new(lease(&server, "lapsed"), short);
+    assert!(r.acquire_read(Duration::ZERO).unwrap());
+    std::thread::sleep(short * 2);
+    let mut w = lock(&server, "lapsed");
+    assert!(w.acquire(Duration::ZERO).unwrap(), "the writer gets in");
+    assert!(w.release().unwrap());
+    assert!(
+        !r.acquire(Duration::ZERO).unwrap(),
+        "no upgrade of a hold that ran out"
+    );
+    assert!(r.hold().is_none(), "and the read hold is gone");
+    // Downgrade: our write lease runs out and another writer comes and goes.
+    let mut w1 = Lock::new(lease(&server, "lapsed2"), short);
+    assert!(w1.acquire(Duration::ZERO).unwrap());
+    std::thread::sleep(short * 2);
+    let mut w2 = lock(&server, "lapsed2");
+    assert!(w2.acquire(Duration::ZERO).unwrap());
+    assert!(w2.release().unwrap());
+    assert!(
+        !w1.acquire_read(Duration::ZERO).unwrap(),
+        "no downgrade of a hold that ran out"
+    );
+    assert!(w1.hold().is_none());
+    assert!(
+        w1.acquire_read(Duration::ZERO).unwrap(),
+        "a fresh read hold then"
+    );
+    assert!(w1.release().unwrap());
+}
+
+#[test]
+fn a_shared_hold_that_ran_out_is_not_released_as_ours() {
+    // Another reader's longer lease keeps the holders set alive, with our
+    // expired entry still in it: release() must not count it as ours.
+    let server = RedisServer::start();
+    let mut short = Lock::new(lease(&server, "expired-read"), MS * 150);
+    let mut long = lock(&server, "expired-read");
+    assert!(short.acquire_read(Duration::ZERO).unwrap());
+    assert!(long.acquire_read(Duration::ZERO).unwrap());
+    std::thread::sleep(MS * 300);
+    assert!(!short.release().unwrap(), "its lease had run out");
+    assert!(long.release().unwrap());
+    let mut s1 = semaphore(&server, "expired-permit", 2, MS * 150);
+    let mut s2 = semaphore(&server, "expired-permit", 2, SEC * 30);
+    assert!(s1.acquire(Duration::ZERO).unwrap() && s2.acquire(Duration::ZERO).unwrap());
+    std::thread::sleep(MS * 300);
+    assert!(!s1.release().unwrap(), "a permit whose lease ran out");
+    assert!(s2.release().unwrap());
+}

@@ -170,6 +170,8 @@ pub enum Attempt<T = Hold> {
     Busy(Option<Duration>),
     /// Not to be had by waiting (an upgrade while another reader waits to upgrade).
     Refused,
+    /// A conversion whose own hold ran out: there is nothing to convert.
+    Lapsed,
 }
 
 /// How a waiting claim ended.
@@ -179,6 +181,8 @@ pub struct Waited<T> {
     pub result: Option<T>,
     /// Whether any attempt found the lease held.
     pub contended: bool,
+    /// A conversion (upgrade, downgrade) found its own hold gone.
+    pub lapsed: bool,
 }
 
 /// What Redis says a token holds (resolve.lua, inspect.lua).
@@ -573,12 +577,14 @@ impl Lease {
                     return Ok(Waited {
                         result: Some(won),
                         contended,
+                        lapsed: false,
                     })
                 }
-                Attempt::Refused => {
+                Attempt::Refused | Attempt::Lapsed => {
                     return Ok(Waited {
                         result: None,
                         contended: true,
+                        lapsed: matches!(attempt, Attempt::Lapsed),
                     })
                 }
                 Attempt::Busy(holder_left) => {
@@ -588,6 +594,7 @@ impl Lease {
                         return Ok(Waited {
                             result: None,
                             contended,
+                            lapsed: false,
                         });
                     }
                     busy_since = Some(sent);
@@ -612,6 +619,7 @@ impl Lease {
                                 Ok(won) => Ok(Waited {
                                     result: Some(won),
                                     contended,
+                                    lapsed: false,
                                 }),
                                 Err(e) => Err(self.give_up(c, &token, true, e)),
                             };
@@ -648,6 +656,7 @@ impl Lease {
                 pttl => Ok(Attempt::Busy(pttl_duration(pttl))),
             },
             -3 => Ok(Attempt::Refused),
+            -4 => Ok(Attempt::Lapsed),
             other => Err(c.refused(self, other)),
         }
     }
@@ -730,20 +739,21 @@ impl Lease {
     /// Acquires the lease, waiting up to `wait` for it to be handed to us (or for
     /// its holder's lease to run out). `Ok(None)`: still held by another after `wait`.
     pub fn acquire(&self, ttl: Duration, wait: Duration) -> Result<Option<Hold>> {
-        self.acquire_as(ttl, wait, Want::Alone, None)
+        Ok(match self.acquire_as(ttl, wait, Want::Alone, None)? {
+            Got::Held(hold) => Some(hold),
+            Got::Busy | Got::Lapsed => None,
+        })
     }
 
     /// Acquires what `want` asks for, waiting up to `wait`; `token`: the hold of
     /// ours it converts (an upgrade or a downgrade), else a fresh token.
-    /// `Ok(None)`: others still hold it after `wait` (or, for an upgrade, another
-    /// reader waits to upgrade).
     pub fn acquire_as(
         &self,
         ttl: Duration,
         wait: Duration,
         want: Want,
         token: Option<Token>,
-    ) -> Result<Option<Hold>> {
+    ) -> Result<Got> {
         let started = Instant::now();
         let waited = self.claim(&LockClaim { ttl, want, token }, wait)?;
         let permit = matches!(want, Want::Permit(_));
@@ -761,15 +771,16 @@ impl Lease {
                 if !permit {
                     metrics::observe(Timing::LockWait, started.elapsed());
                 }
-                Ok(Some(hold))
+                Ok(Got::Held(hold))
             }
+            None if waited.lapsed => Ok(Got::Lapsed),
             None => {
                 metrics::incr(if permit {
                     Counter::PermitsBusy
                 } else {
                     Counter::LockBusy
                 });
-                Ok(None)
+                Ok(Got::Busy)
             }
         }
     }
@@ -1070,6 +1081,18 @@ impl Leftover for Abandon {
     }
 }
 
+/// What an acquire got.
+#[derive(Debug)]
+pub enum Got {
+    Held(Hold),
+    /// Others still hold it after the wait (or, for an upgrade, another reader
+    /// waits to upgrade).
+    Busy,
+    /// A conversion (upgrade, downgrade) whose own hold had run out: someone may
+    /// have come between, so there was nothing to convert.
+    Lapsed,
+}
+
 /// What a claim of a lock or semaphore wants (acquire.lua's modes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Want {
@@ -1079,6 +1102,8 @@ pub enum Want {
     Shared,
     /// The lock alone, for a holder that has it as a reader (an upgrade).
     Upgrade,
+    /// The lock shared, for a holder that has it alone (a downgrade).
+    Downgrade,
     /// One permit of a semaphore of this many.
     Permit(u32),
 }
@@ -1089,13 +1114,14 @@ impl Want {
             Want::Alone => "w",
             Want::Shared => "r",
             Want::Upgrade => "u",
+            Want::Downgrade => "d",
             Want::Permit(_) => "p",
         }
     }
 
     /// Whether what it gets is a shared hold.
     fn shared(self) -> bool {
-        matches!(self, Want::Shared | Want::Permit(_))
+        matches!(self, Want::Shared | Want::Downgrade | Want::Permit(_))
     }
 }
 

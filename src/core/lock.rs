@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::error::{Error, Result};
 use crate::core::hold::Kind;
-use crate::core::lease::{Hold, Lease, Owned, Token, Want};
+use crate::core::lease::{Got, Hold, Lease, Owned, Token, Want};
 use crate::core::request;
 use crate::core::sentinel;
 
@@ -213,7 +213,7 @@ impl Lock {
     /// first in line) past `wait`.
     pub fn acquire_read(&mut self, wait: Duration) -> Result<bool> {
         if self.hold().is_some_and(|h| !h.shared) {
-            return self.convert(Want::Shared, Duration::ZERO);
+            return self.convert(Want::Downgrade, Duration::ZERO);
         }
         if self.renew_held()? {
             return Ok(true);
@@ -229,10 +229,13 @@ impl Lock {
         }
         let generation = sentinel::generation(&self.lease.endpoint);
         match self.lease.acquire_as(self.ttl, wait, want, None) {
-            Ok(hold) => {
-                let got = hold.is_some();
-                self.set_hold(hold, generation);
-                Ok(got)
+            Ok(Got::Held(hold)) => {
+                self.set_hold(Some(hold), generation);
+                Ok(true)
+            }
+            Ok(Got::Busy | Got::Lapsed) => {
+                self.set_hold(None, generation);
+                Ok(false)
             }
             Err(Error::Unresolved { message, token }) => {
                 self.unresolved = Some(token.clone());
@@ -245,7 +248,9 @@ impl Lock {
     /// Converts our hold (same token) into what `want` asks for: an upgrade of a
     /// reader, or a downgrade of a writer. False (for an upgrade) when the other
     /// readers keep it past `wait`, or another reader waits to upgrade: our read
-    /// hold stays.
+    /// hold stays. False too when our hold had run out: someone may have come
+    /// between, and what we read (or wrote) is not protected any more; the hold is
+    /// gone then.
     fn convert(&mut self, want: Want, wait: Duration) -> Result<bool> {
         self.settle(true)?;
         let Some(token) = self.hold.as_ref().map(|h| h.token.clone()) else {
@@ -253,11 +258,15 @@ impl Lock {
         };
         let generation = sentinel::generation(&self.lease.endpoint);
         match self.lease.acquire_as(self.ttl, wait, want, Some(token))? {
-            Some(hold) => {
+            Got::Held(hold) => {
                 self.set_hold(Some(hold), generation);
                 Ok(true)
             }
-            None => Ok(false),
+            Got::Busy => Ok(false),
+            Got::Lapsed => {
+                self.set_hold(None, generation);
+                Ok(false)
+            }
         }
     }
 

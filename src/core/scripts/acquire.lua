@@ -4,8 +4,9 @@
 -- KEYS[5] void marker of this token, KEYS[6] shared holds (readers, permits)
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] how long the caller will still wait,
 -- in ms (0: it will not, and leaves the queue), ARGV[4] mode: 'w' alone, 'r' as a
--- reader, 'u' alone, for a token that holds it as a reader (an upgrade), 'p' a
--- permit; ARGV[5] the semaphore's limit ('p')
+-- reader, 'u' alone, for a token that holds it as a reader (an upgrade), 'd' as a
+-- reader, for a token that holds it alone (a downgrade), 'p' a permit; ARGV[5]
+-- the semaphore's limit ('p')
 -- Returns {1, fence} when it took it (fence '' when left unassigned, see below;
 -- '0' for a shared hold), {2, fence} when it was handed to us while we waited,
 -- {0, pttl} when others hold it (pttl: until the first of their leases ends; -1:
@@ -32,8 +33,11 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
   return {0, -2}
 end
 local value = redis.call('GET', lock)
+if mode == 'd' and not owns(value, token) then
+  return {-4, 0}
+end
 if owns(value, token) then
-  if mode == 'r' then
+  if mode == 'r' or mode == 'd' then
     -- A writer taking it as a reader (a downgrade): nobody can come between,
     -- and readers queued at the head share it at once.
     redis.call('DEL', lock)
@@ -49,6 +53,9 @@ end
 local now = now_ms()
 local live = live_holders(holders, now)
 local reading = live > 0 and redis.call('ZSCORE', holders, token)
+if mode == 'u' and not reading then
+  return {-4, 0}
+end
 if reading and mode ~= 'u' then
   -- A shared hold handed to us while we waited (or one we have: kept).
   unwake(lock, token)

@@ -242,8 +242,17 @@ end
 local function let_go(lock, holders, waiters, terms, fence_key, token)
   if owns(redis.call('GET', lock), token) then
     redis.call('DEL', lock)
-  elseif not (holders and redis.call('ZREM', holders, token) == 1) then
-    return false
+  else
+    -- A shared hold whose lease ran out lingers until a script drops it: it
+    -- was not ours to release any more.
+    local ends = holders and tonumber(redis.call('ZSCORE', holders, token))
+    if not ends then
+      return false
+    end
+    redis.call('ZREM', holders, token)
+    if ends <= now_ms() then
+      return false
+    end
   end
   grant(lock, holders, waiters, terms, fence_key, no_payload, nil)
   return true
