@@ -36,8 +36,14 @@ class LeaseLock extends Lock
      * @param int|float $seconds Laravel's lock seconds; 0 (or less): no bound given.
      * @param string|null $owner A token from owner(), for a restored lock; null for a new one.
      */
-    public function __construct($name, $seconds, $owner, private ?string $dsn, private float $unboundedTtl, private float $renewTtl)
-    {
+    public function __construct(
+        $name,
+        $seconds,
+        #[\SensitiveParameter] $owner,
+        #[\SensitiveParameter] private ?string $dsn,
+        private float $unboundedTtl,
+        private float $renewTtl,
+    ) {
         parent::__construct($name, $seconds, $owner);
         // Laravel makes up a random owner; ours is the DistributedLock token, known once acquired.
         $this->owner = $owner;
@@ -148,7 +154,7 @@ class LeaseLock extends Lock
     /**
      * Whether `$owner` (a token from owner()) holds the lock now. One question to Redis.
      */
-    public function isOwnedBy($owner)
+    public function isOwnedBy(#[\SensitiveParameter] $owner)
     {
         if (!is_string($owner)) {
             return false;

@@ -51,7 +51,7 @@ class LeaseStore implements Store, LockProvider
      * @param int $seconds 0: see LeaseLock (never "forever").
      * @param string|null $owner A token from owner() to act on an existing hold; null for a new lock.
      */
-    public function lock($name, $seconds = 0, $owner = null)
+    public function lock($name, $seconds = 0, #[\SensitiveParameter] $owner = null)
     {
         return new LeaseLock($this->prefix . $name, $seconds, $owner, $this->dsn, $this->unboundedTtl, $this->renewTtl);
     }
@@ -59,7 +59,7 @@ class LeaseStore implements Store, LockProvider
     /**
      * The lock held by `$owner` (a token from owner(), taken by any process): release() or refresh() it.
      */
-    public function restoreLock($name, $owner)
+    public function restoreLock($name, #[\SensitiveParameter] $owner)
     {
         return $this->lock($name, 0, $owner);
     }
