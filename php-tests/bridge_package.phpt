@@ -65,6 +65,19 @@ foreach (['save', 'delete', 'exists', 'putOffExpiration', 'waitAndSave'] as $m) 
 }
 rl_same('Symfony: return types as 7.x declares them', ['save' => 'void', 'delete' => 'void', 'exists' => 'bool',
     'putOffExpiration' => 'void', 'waitAndSave' => 'void'], $returns);
+
+// A DSN may carry a password: it never shows in the arguments of a trace.
+$traces = '';
+foreach ([fn () => new RedisLease\Bridge\Laravel\LeaseStore('redis://:s3cret@127.0.0.1:1', '', 0.0),
+             fn () => new RedisLease\Bridge\Symfony\LeaseStore('redis://:s3cret@127.0.0.1:1', 0.0)] as $make) {
+    try {
+        $make();
+    } catch (Exception $e) {
+        $traces .= print_r($e->getTrace(), true) . $e->getTraceAsString() . $e->getMessage();
+    }
+}
+rl_ok('bad configuration is refused without the DSN\'s password in the exception or its trace',
+    $traces !== '' && !str_contains($traces, 's3cret') && str_contains($traces, 'SensitiveParameterValue'), $traces);
 echo "done\n";
 ?>
 --EXPECT--
@@ -85,4 +98,5 @@ ok: Laravel: LeaseLock extends Illuminate\Cache\Lock
 ok: Laravel: LeaseLock's overrides take untyped parameters, as Laravel 8-12 declare them
 ok: Symfony: LeaseStore is a PersistingStoreInterface and a BlockingStoreInterface
 ok: Symfony: return types as 7.x declares them
+ok: bad configuration is refused without the DSN's password in the exception or its trace
 done
