@@ -34,7 +34,8 @@ class LeaseLock extends Lock
     /**
      * @param string $name The lock key (the store's prefix included).
      * @param int|float $seconds Laravel's lock seconds; 0 (or less): no bound given.
-     * @param string|null $owner A token from owner(), for a restored lock; null for a new one.
+     * @param string|null $owner A token from owner(), for a restored lock; null for a new one. Another
+     *        owner (Cache::funnel() gives its own) names no hold: acquiring replaces it with the token.
      */
     public function __construct(
         $name,
