@@ -1,6 +1,8 @@
 <?php
 // Scenario 4: acquire + release in a loop in one process.
-// argv: lib (lease|lease_new|phpredis|symfony|symfony_new), where (tcp|tls|cluster), n.
+// argv: lib (lease|lease_new|phpredis|symfony|symfony_new|symfony_lease|laravel_lease|laravel_redis),
+// where (tcp|tls|cluster), n. symfony_lease and the laravel_ libs are the frameworks' own lock APIs, on
+// the bridge's stores (bridge/) and on the frameworks' Redis stores (phpredis), tcp only.
 // The _new variants make a new lock object for every lock, as applications write it. The endpoints
 // come from the environment: BENCH_REDIS (host:port), BENCH_TLS (host:port) with
 // BENCH_CA (the CA file), BENCH_SEEDS (host:port,host:port,... of a cluster).
@@ -71,6 +73,33 @@ switch ($lib) {
         }
         $lock = $factory->createLock($key, 30.0);
         $op = function () use ($lock) { $lock->acquire(); $lock->release(); };
+        break;
+    case 'symfony_lease':
+        // Symfony's LockFactory on the bridge's store: a new Lock per lock, as symfony_new.
+        require '/usr/share/php/Symfony/Component/Lock/autoload.php';
+        require __DIR__ . '/../bridge/autoload.php';
+        $factory = new Symfony\Component\Lock\LockFactory(new RedisLease\Bridge\Symfony\LeaseStore("redis://$host:$port"));
+        $op = function () use ($factory, $key) {
+            $lock = $factory->createLock($key, 30.0);
+            $lock->acquire();
+            $lock->release();
+        };
+        break;
+    case 'laravel_lease':
+    case 'laravel_redis':
+        // Cache::lock($key, 30)->get() then release(), as applications write it, on the bridge's
+        // redis_lease store or on Laravel's redis store (phpredis).
+        require 'Illuminate/autoload.php';
+        require __DIR__ . '/../bridge/autoload.php';
+        $store = $lib === 'laravel_lease'
+            ? new RedisLease\Bridge\Laravel\LeaseStore("redis://$host:$port")
+            : new Illuminate\Cache\RedisStore(new Illuminate\Redis\RedisManager(new Illuminate\Container\Container(), 'phpredis',
+                ['default' => ['host' => $host, 'port' => (int) $port, 'database' => 0]]));
+        $op = function () use ($store, $key) {
+            $lock = $store->lock($key, 30);
+            $lock->get();
+            $lock->release();
+        };
         break;
 }
 for ($i = 0; $i < 200; $i++) {

@@ -1,6 +1,7 @@
 <?php
 // `make bench`: every scenario against redis_lease and the anchors (PHP's files
-// handler, phpredis 5.3.7, Symfony Lock's RedisStore), in one run on this machine.
+// handler, phpredis 5.3.7, Symfony Lock's RedisStore, Laravel's redis lock), in one run on this
+// machine; the framework rows run the frameworks' lock APIs on the bridge's stores (bridge/) beside them.
 // Timings are noisy: each figure is the median of several interleaved repetitions,
 // and ratios compare figures of the same run. Prints a table; writes JSON to
 // bench/results/.
@@ -189,12 +190,15 @@ $run = function (array $cmd): array {
     $out = shell_exec(implode(' ', array_map('escapeshellarg', $cmd)));
     return json_decode((string) $out, true) ?? throw new RuntimeException("failed: " . implode(' ', $cmd) . "\n$out");
 };
+// The framework rows: Laravel's Cache::lock() and Symfony's LockFactory on the bridge's stores (bridge/)
+// and on their own Redis stores (phpredis), a new lock object per lock as applications write it.
 $loops = ['lease tcp', 'lease_new tcp', 'phpredis tcp', 'symfony tcp', 'symfony_new tcp', 'lease tls', 'phpredis tls',
-    'lease cluster', 'phpredis cluster'];
+    'lease cluster', 'phpredis cluster', 'laravel_lease tcp', 'laravel_redis tcp', 'symfony_lease tcp'];
 for ($r = 0; $r < $reps; $r++) {
     foreach ($loops as $loop) {
         [$lib, $where] = explode(' ', $loop);
-        $s4[$loop][] = $run([...$php, __DIR__ . '/lock_loop.php', $lib, $where, str_starts_with($lib, 'symfony') ? '5000' : '20000'])['ops_per_s'];
+        $n = str_starts_with($lib, 'symfony') || str_starts_with($lib, 'laravel') ? '5000' : '20000';
+        $s4[$loop][] = $run([...$php, __DIR__ . '/lock_loop.php', $lib, $where, $n])['ops_per_s'];
     }
 }
 foreach ($loops as $loop) {
@@ -239,14 +243,16 @@ $contend = function (string $lib, int $each) use ($php, $port): array {
     }
     return ['holds' => count($holds), 'per_s' => count($holds) / $wall, 'gaps' => $gaps];
 };
+// Holds per process: fewer for the polling locks (Symfony's RedisStore 100 ms, Laravel's redis lock 250 ms).
+$contenders = ['lease' => 50, 'symfony' => 6, 'symfony_lease' => 50, 'laravel_lease' => 50, 'laravel_redis' => 3];
 for ($r = 0; $r < $reps; $r++) {
-    foreach (['lease' => 50, 'symfony' => 6] as $lib => $each) {
+    foreach ($contenders as $lib => $each) {
         $x = $contend($lib, $each);
         $s5[$lib]['per_s'][] = $x['per_s'];
         $s5[$lib]['gaps'] = array_merge($s5[$lib]['gaps'] ?? [], $x['gaps']);
     }
 }
-foreach (['lease', 'symfony'] as $lib) {
+foreach (array_keys($contenders) as $lib) {
     $g = $s5[$lib]['gaps'];
     $s5[$lib] = ['holds_per_s' => median($s5[$lib]['per_s']), 'handoffs' => count($g),
         'gap_median_ms' => $g ? median($g) : null, 'gap_p99_ms' => $g ? pct($g, 0.99) : null];
@@ -304,6 +310,12 @@ $rows = [
     ['5. contended lock: handoff gap median (ms)', $s5['lease']['gap_median_ms'], '<= 0.15 (Symfony: ' . round($s5['symfony']['gap_median_ms'], 1) . ')'],
     ['5. contended lock: holds/s vs Symfony', $s5['lease']['holds_per_s'] / $s5['symfony']['holds_per_s'], ''],
     ['6. extra RSS per worker (KiB)', $s6['extra_kib'], '< 2048'],
+    ['Laravel 4. Cache::lock get+release: ops/s, redis_lease store vs Laravel\'s redis store', $s4['laravel_lease tcp']['ops_per_s'] / $s4['laravel_redis tcp']['ops_per_s'], ''],
+    ['Symfony 4. LockFactory acquire+release: ops/s, LeaseStore vs RedisStore', $s4['symfony_lease tcp']['ops_per_s'] / $s4['symfony_new tcp']['ops_per_s'], ''],
+    ['Laravel 5. block(): holds/s, redis_lease store vs Laravel\'s redis store', $s5['laravel_lease']['holds_per_s'] / $s5['laravel_redis']['holds_per_s'], ''],
+    ['Laravel 5. block(): handoff gap median (ms), redis_lease store', $s5['laravel_lease']['gap_median_ms'], '(Laravel\'s redis: ' . round($s5['laravel_redis']['gap_median_ms'] ?? 0, 1) . ')'],
+    ['Symfony 5. acquire(true): holds/s, LeaseStore vs RedisStore', $s5['symfony_lease']['holds_per_s'] / $s5['symfony']['holds_per_s'], ''],
+    ['Symfony 5. acquire(true): handoff gap median (ms), LeaseStore', $s5['symfony_lease']['gap_median_ms'], '(RedisStore: ' . round($s5['symfony']['gap_median_ms'] ?? 0, 1) . ')'],
 ];
 say("\n%-62s %10s   %s\n", 'measure', 'result', 'target');
 foreach ($rows as [$what, $value, $target]) {

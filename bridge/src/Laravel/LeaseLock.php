@@ -1,0 +1,230 @@
+<?php
+
+namespace RedisLease\Bridge\Laravel;
+
+use DistributedLock;
+use Illuminate\Cache\Lock;
+use Illuminate\Contracts\Cache\LockTimeoutException;
+
+/**
+ * A Laravel cache lock that is a redis_lease DistributedLock.
+ *
+ * A Laravel lock outlives its PHP object: get() without a callback keeps the lock until its ttl or a
+ * release by its owner, in this process or another (restoreLock($name, $owner)->release()). So a hold
+ * taken without a callback is detached from its DistributedLock at once and released by its token;
+ * owner() is that token. A hold taken with a callback (get($cb), block($s, $cb)) lives in a
+ * DistributedLock object for the callback's duration and is released when it returns or throws.
+ *
+ * Laravel's `$seconds = 0` means "no expiry". Here it never does:
+ * - with a callback, the lock is renewed by the extension's watchdog while this process runs the
+ *   callback, with a short lease (`renew_ttl`), so a killed worker frees it within that lease;
+ * - without a callback (ShouldBeUnique's lock, WithoutOverlapping, the scheduler's mutexes, a manual
+ *   get()), nothing is alive to renew it: it lives `unbounded_ttl` seconds (a day by default, as the
+ *   scheduler's own withoutOverlapping() expiry), unless released before.
+ * A positive `$seconds` is the lease, never renewed (Laravel's meaning: the lock ends by then).
+ *
+ * Waiting (block()) is the extension's FIFO queue with handoff, not polling:
+ * betweenBlockedAttemptsSleepFor() is accepted and has nothing to tune.
+ */
+class LeaseLock extends Lock
+{
+    /** The DistributedLock holding the lock while a callback runs; null otherwise. */
+    private ?DistributedLock $held = null;
+
+    /**
+     * @param string $name The lock key (the store's prefix included).
+     * @param int|float $seconds Laravel's lock seconds; 0 (or less): no bound given.
+     * @param string|null $owner A token from owner(), for a restored lock; null for a new one. Another
+     *        owner (Cache::funnel() gives its own) names no hold: acquiring replaces it with the token.
+     */
+    public function __construct(
+        $name,
+        $seconds,
+        #[\SensitiveParameter] $owner,
+        #[\SensitiveParameter] private ?string $dsn,
+        private float $unboundedTtl,
+        private float $renewTtl,
+    ) {
+        parent::__construct($name, $seconds, $owner);
+        // Laravel makes up a random owner; ours is the DistributedLock token, known once acquired.
+        $this->owner = $owner;
+    }
+
+    /**
+     * Takes the lock if it is free, for `$seconds` (or `unbounded_ttl`), and lets it outlive this
+     * object: it ends at its ttl, or by release() here or with restoreLock($name, owner()) anywhere.
+     */
+    public function acquire()
+    {
+        return $this->take(0.0);
+    }
+
+    /**
+     * @param callable|null $callback Run while holding the lock, which is released after it.
+     * @return mixed false when the lock is held elsewhere; else the callback's result, or true.
+     */
+    public function get($callback = null)
+    {
+        if (!is_callable($callback)) {
+            return $this->acquire();
+        }
+        $lock = $this->heldLock();
+        if (!$lock->acquire()) {
+            return false;
+        }
+        return $this->runHolding($lock, $callback);
+    }
+
+    /**
+     * Waits up to `$seconds` for the lock in the extension's queue: a release hands it straight to
+     * the longest waiter, so there is no polling interval.
+     *
+     * @throws LockTimeoutException when another holder still has it after `$seconds`.
+     */
+    public function block($seconds, $callback = null)
+    {
+        $wait = max(0.0, (float) $seconds);
+        if (!is_callable($callback)) {
+            if (!$this->take($wait)) {
+                throw new LockTimeoutException();
+            }
+            return true;
+        }
+        $lock = $this->heldLock();
+        if (!$lock->acquire($wait)) {
+            throw new LockTimeoutException();
+        }
+        return $this->runHolding($lock, $callback);
+    }
+
+    /**
+     * Releases the lock if this object's owner still holds it.
+     *
+     * @return bool false when it was not held by this owner (expired, released, or never taken).
+     */
+    public function release()
+    {
+        if ($this->held !== null) {
+            $lock = $this->held;
+            $this->held = null;
+            return $lock->release();
+        }
+        if ($this->owner === null) {
+            return false;
+        }
+        return $this->restore()->release();
+    }
+
+    /**
+     * Releases the lock whoever holds it, and hands it to the first waiter at once.
+     */
+    public function forceRelease()
+    {
+        DistributedLock::forceRelease($this->name, $this->dsn);
+    }
+
+    /**
+     * Extends the lock to `$seconds` from now (Laravel 12's refresh()), if this owner still holds it.
+     * Null or 0 extends it to its own lease (never to "no expiry", see the class comment).
+     */
+    public function refresh($seconds = null)
+    {
+        $ttl = $seconds !== null && $seconds > 0 ? (float) $seconds : null;
+        if ($this->held !== null) {
+            return $this->held->refresh($ttl);
+        }
+        if ($this->owner === null) {
+            return false;
+        }
+        $lock = $this->restore();
+        $refreshed = $lock->refresh($ttl);
+        // The hold goes on living without this object, as it did before.
+        $lock->detach();
+        return $refreshed;
+    }
+
+    /**
+     * The token of the hold this object took (or was restored with): for restoreLock() elsewhere.
+     * Null before it took one.
+     */
+    public function owner()
+    {
+        return $this->owner;
+    }
+
+    /**
+     * Whether `$owner` (a token from owner()) holds the lock now. One question to Redis.
+     */
+    public function isOwnedBy(#[\SensitiveParameter] $owner)
+    {
+        if (!is_string($owner)) {
+            return false;
+        }
+        if ($owner === $this->owner) {
+            return $this->getCurrentOwner() === $owner;
+        }
+        return DistributedLock::restore($this->name, $owner, $this->lease(), $this->dsn)->detach() !== null;
+    }
+
+    /**
+     * Our owner if it still holds the lock, else null. The extension does not tell who else holds a
+     * lock, so this is never another owner's token.
+     */
+    protected function getCurrentOwner()
+    {
+        if ($this->held !== null) {
+            return $this->held->isAcquired() ? $this->owner : null;
+        }
+        if ($this->owner === null) {
+            return null;
+        }
+        // restore() asks Redis whether the token still holds; detach() returns it then, and keeps
+        // this check from releasing the hold when the object goes.
+        return $this->restore()->detach();
+    }
+
+    /** Takes the lock within `$wait` seconds and lets it outlive this object (see acquire()). */
+    private function take(float $wait): bool
+    {
+        $lock = new DistributedLock($this->name, $this->lease(), $this->dsn);
+        if (!$lock->acquire($wait)) {
+            return false;
+        }
+        $this->owner = $lock->detach();
+        return true;
+    }
+
+    /** A DistributedLock for a hold that lives while a callback runs. */
+    private function heldLock(): DistributedLock
+    {
+        return $this->seconds > 0
+            ? new DistributedLock($this->name, (float) $this->seconds, $this->dsn)
+            : new DistributedLock($this->name, $this->renewTtl, $this->dsn, true);
+    }
+
+    private function runHolding(DistributedLock $lock, callable $callback): mixed
+    {
+        $this->held = $lock;
+        $this->owner = $lock->getToken();
+        try {
+            return $callback();
+        } finally {
+            // Unless the callback released it itself (release() clears $held).
+            if ($this->held === $lock) {
+                $this->release();
+            }
+        }
+    }
+
+    /** The hold of this object's owner, as a DistributedLock that releases it when destroyed. */
+    private function restore(): DistributedLock
+    {
+        return DistributedLock::restore($this->name, $this->owner, $this->lease(), $this->dsn);
+    }
+
+    /** The lease of a hold that outlives its object: `$seconds`, or `unbounded_ttl` for 0. */
+    private function lease(): float
+    {
+        return $this->seconds > 0 ? (float) $this->seconds : $this->unboundedTtl;
+    }
+}

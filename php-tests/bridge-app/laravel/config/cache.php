@@ -1,0 +1,17 @@
+<?php
+return [
+    'default' => 'array',
+    'stores' => [
+        'array' => ['driver' => 'array'],
+        'leases' => [
+            'driver' => 'redis_lease',
+            'dsn' => env('APP_LEASE_DSN'),
+            'values' => 'array',
+            'unbounded_ttl' => 120,
+            'renew_ttl' => 3,
+        ],
+        // Laravel's own, through phpredis.
+        'redis' => ['driver' => 'redis', 'connection' => 'default'],
+    ],
+    'prefix' => 'bridge_test',
+];

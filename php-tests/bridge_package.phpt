@@ -1,0 +1,102 @@
+--TEST--
+Bridge, the package: bridge/composer.json names the package, requires ext-redis_lease, declares Laravel 10-12 and Symfony 6.4-7.x, maps RedisLease\Bridge\ to src/ (every file there is the class its path names) and lists the Laravel provider; the classes implement the frameworks' interfaces with the signatures of both the tested (Laravel 8.83, Symfony 5.4) and the declared versions
+--FILE--
+<?php
+require __DIR__ . '/bridge-app/harness.inc';
+require 'Illuminate/autoload.php';
+require 'Symfony/Component/Lock/autoload.php';
+
+$composer = json_decode(file_get_contents(BR_BRIDGE . '/composer.json'), true, 512, JSON_THROW_ON_ERROR);
+rl_same('name', 'redis-lease/bridge', $composer['name'] ?? null);
+rl_same('requires the extension', '*', $composer['require']['ext-redis_lease'] ?? null);
+rl_same('PSR-4: RedisLease\\Bridge\\ -> src/', ['RedisLease\\Bridge\\' => 'src/'], $composer['autoload']['psr-4'] ?? null);
+rl_same('Laravel 10-12 declared (older and newer refused)', '<10.0 || >=13.0', $composer['conflict']['laravel/framework'] ?? null);
+rl_same('Symfony 6.4-7.x declared (older and newer refused)', '<6.4 || >=8.0', $composer['conflict']['symfony/lock'] ?? null);
+
+// Composer's PSR-4 rule, from composer.json itself (not bridge/autoload.php).
+foreach ($composer['autoload']['psr-4'] as $prefix => $dir) {
+    spl_autoload_register(static function (string $class) use ($prefix, $dir): void {
+        if (str_starts_with($class, $prefix)) {
+            $file = BR_BRIDGE . '/' . $dir . str_replace('\\', '/', substr($class, strlen($prefix))) . '.php';
+            if (is_file($file)) {
+                require $file;
+            }
+        }
+    });
+}
+$files = new RecursiveIteratorIterator(new RecursiveDirectoryIterator(BR_BRIDGE . '/src', FilesystemIterator::SKIP_DOTS));
+$classes = [];
+foreach ($files as $file) {
+    $classes[$file->getRealPath()] = 'RedisLease\\Bridge\\' . str_replace('/', '\\', substr($file->getPathname(), strlen(BR_BRIDGE . '/src/'), -4));
+}
+asort($classes);
+foreach ($classes as $path => $class) {
+    rl_ok("src/ file declares $class", class_exists($class) && (new ReflectionClass($class))->getFileName() === $path);
+}
+$classes = array_values($classes);
+rl_same('the classes', ['RedisLease\\Bridge\\Laravel\\LeaseLock', 'RedisLease\\Bridge\\Laravel\\LeaseStore',
+    'RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', 'RedisLease\\Bridge\\Symfony\\LeaseStore'], $classes);
+rl_same('extra.laravel.providers: the provider', ['RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider'], $composer['extra']['laravel']['providers'] ?? null);
+rl_ok('... a ServiceProvider', is_subclass_of('RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', Illuminate\Support\ServiceProvider::class));
+
+rl_ok('Laravel: LeaseStore is a cache Store and a LockProvider',
+    is_subclass_of(RedisLease\Bridge\Laravel\LeaseStore::class, Illuminate\Contracts\Cache\Store::class)
+    && is_subclass_of(RedisLease\Bridge\Laravel\LeaseStore::class, Illuminate\Contracts\Cache\LockProvider::class));
+rl_ok('Laravel: LeaseLock extends Illuminate\\Cache\\Lock', is_subclass_of(RedisLease\Bridge\Laravel\LeaseLock::class, Illuminate\Cache\Lock::class));
+// Laravel 10-12 declare these methods without types, as 8.83: untyped overrides fit all of them.
+$typed = [];
+foreach (['get', 'block', 'release', 'forceRelease', 'owner', 'refresh', 'isOwnedBy', 'acquire'] as $m) {
+    $rm = new ReflectionMethod(RedisLease\Bridge\Laravel\LeaseLock::class, $m);
+    foreach ($rm->getParameters() as $p) {
+        if ($p->hasType()) {
+            $typed[] = "$m(\${$p->getName()})";
+        }
+    }
+}
+rl_same('Laravel: LeaseLock\'s overrides take untyped parameters, as Laravel 8-12 declare them', [], $typed);
+
+$sf = RedisLease\Bridge\Symfony\LeaseStore::class;
+rl_ok('Symfony: LeaseStore is a PersistingStoreInterface and a BlockingStoreInterface',
+    is_subclass_of($sf, Symfony\Component\Lock\PersistingStoreInterface::class) && is_subclass_of($sf, Symfony\Component\Lock\BlockingStoreInterface::class));
+// Symfony 7 declares these return types on the interfaces (5.4 none, 6.4 only exists(): bool).
+$returns = [];
+foreach (['save', 'delete', 'exists', 'putOffExpiration', 'waitAndSave'] as $m) {
+    $returns[$m] = (string) (new ReflectionMethod($sf, $m))->getReturnType();
+}
+rl_same('Symfony: return types as 7.x declares them', ['save' => 'void', 'delete' => 'void', 'exists' => 'bool',
+    'putOffExpiration' => 'void', 'waitAndSave' => 'void'], $returns);
+
+// A DSN may carry a password: it never shows in the arguments of a trace.
+$traces = '';
+foreach ([fn () => new RedisLease\Bridge\Laravel\LeaseStore('redis://:s3cret@127.0.0.1:1', '', 0.0),
+             fn () => new RedisLease\Bridge\Symfony\LeaseStore('redis://:s3cret@127.0.0.1:1', 0.0)] as $make) {
+    try {
+        $make();
+    } catch (Exception $e) {
+        $traces .= print_r($e->getTrace(), true) . $e->getTraceAsString() . $e->getMessage();
+    }
+}
+rl_ok('bad configuration is refused without the DSN\'s password in the exception or its trace',
+    $traces !== '' && !str_contains($traces, 's3cret') && str_contains($traces, 'SensitiveParameterValue'), $traces);
+echo "done\n";
+?>
+--EXPECT--
+ok: name
+ok: requires the extension
+ok: PSR-4: RedisLease\Bridge\ -> src/
+ok: Laravel 10-12 declared (older and newer refused)
+ok: Symfony 6.4-7.x declared (older and newer refused)
+ok: src/ file declares RedisLease\Bridge\Laravel\LeaseLock
+ok: src/ file declares RedisLease\Bridge\Laravel\LeaseStore
+ok: src/ file declares RedisLease\Bridge\Laravel\RedisLeaseServiceProvider
+ok: src/ file declares RedisLease\Bridge\Symfony\LeaseStore
+ok: the classes
+ok: extra.laravel.providers: the provider
+ok: ... a ServiceProvider
+ok: Laravel: LeaseStore is a cache Store and a LockProvider
+ok: Laravel: LeaseLock extends Illuminate\Cache\Lock
+ok: Laravel: LeaseLock's overrides take untyped parameters, as Laravel 8-12 declare them
+ok: Symfony: LeaseStore is a PersistingStoreInterface and a BlockingStoreInterface
+ok: Symfony: return types as 7.x declares them
+ok: bad configuration is refused without the DSN's password in the exception or its trace
+done

@@ -1,0 +1,158 @@
+--TEST--
+Bridge, Symfony Lock on LeaseStore (Debian's Symfony 5.4 LockFactory): acquire with the Lock's ttl, conflicts, release; acquire(true) queues and is handed the lock by the release; a Key serialized with an autoRelease: false lock is refreshed and released in another process; autoRelease frees it when the Lock goes; a lost or expired Key; acquireRead() is exclusive for now; bad input and an unreachable Redis
+--CONFLICTS--
+all
+--FILE--
+<?php
+require __DIR__ . '/bridge-app/harness.inc';
+require 'Symfony/Component/Lock/autoload.php';
+require BR_BRIDGE . '/autoload.php';
+
+use RedisLease\Bridge\Symfony\LeaseStore;
+use Symfony\Component\Lock\Exception\InvalidTtlException;
+use Symfony\Component\Lock\Exception\LockAcquiringException;
+use Symfony\Component\Lock\Exception\LockConflictedException;
+use Symfony\Component\Lock\Exception\LockExpiredException;
+use Symfony\Component\Lock\Key;
+use Symfony\Component\Lock\LockFactory;
+
+$srv = rl_start_redis();
+$raw = new RlRaw($srv['port']);
+$dsn = $srv['dsn'];
+$store = new LeaseStore($dsn);
+$factory = new LockFactory($store);
+$pttl = fn (string $name) => $raw->cmd('PTTL', rl_lock_key($name));
+$childPrelude = 'require "Symfony/Component/Lock/autoload.php"; require ' . rl_export(BR_BRIDGE . '/autoload.php') . ';'
+    . ' $factory = new Symfony\Component\Lock\LockFactory(new RedisLease\Bridge\Symfony\LeaseStore(' . rl_export($dsn) . '));';
+
+// Acquire and release.
+$lock = $factory->createLock('invoice', 10.0);
+rl_same('acquire() takes a free lock', true, $lock->acquire());
+rl_ok('... with the Lock\'s ttl (10 s; saved with the store\'s initial 300 s, then put off as Symfony does)',
+    $pttl('invoice') > 9900 && $pttl('invoice') <= 10000, rl_fmt($pttl('invoice')));
+rl_same('isAcquired()', true, $lock->isAcquired());
+rl_ok('getRemainingLifetime() about 10 s', $lock->getRemainingLifetime() > 9.5 && $lock->getRemainingLifetime() <= 10.0, rl_fmt($lock->getRemainingLifetime()));
+rl_same('acquire() again by the same Lock: true (re-entrant, as Symfony\'s stores)', true, $lock->acquire());
+$other = $factory->createLock('invoice', 10.0);
+rl_same('another Lock of the resource: acquire() false', false, $other->acquire());
+rl_same('... isAcquired() false', false, $other->isAcquired());
+$lock->refresh(20.0);
+rl_ok('refresh(20)', $pttl('invoice') > 19900, rl_fmt($pttl('invoice')));
+$lock->release();
+rl_same('release() frees it', 0, $raw->cmd('EXISTS', rl_lock_key('invoice')));
+rl_same('... isAcquired() false', false, $lock->isAcquired());
+rl_same('... and the other Lock can take it', true, $other->acquire());
+$other->release();
+
+// acquire(true): the store is blocking, so Symfony does not poll; the waiter queues and the release hands it over.
+$held = $factory->createLock('queue', 30.0);
+$held->acquire();
+$waiter = rl_spawn_php($childPrelude . '
+$l = $factory->createLock("queue", 30.0);
+echo "waiting\n";
+$l->acquire(true);
+printf("got %.6f\n", microtime(true));
+$l->release();');
+rl_same('a process waits in acquire(true)', 'waiting', $waiter->readLine(10.0));
+rl_ok('... queued in the store (Symfony\'s polling would never queue)',
+    rl_wait_until(fn () => $raw->cmd('ZCARD', rl_lock_key('queue') . ':waiters') === 1, 5.0, 0.002));
+$released = microtime(true);
+$held->release();
+[$word, $at] = explode(' ', (string) $waiter->readLine(10.0)) + [1 => INF];
+rl_same('... the release hands it to the waiter', 'got', $word);
+rl_ok('... at once (Symfony polls every 100 ms)', (float) $at - $released < 0.1, sprintf('%.3f s', (float) $at - $released));
+rl_same('... which exits', 0, $waiter->wait(10.0));
+
+// A Key serialized with an autoRelease: false lock moves to another process.
+$child = rl_spawn_php($childPrelude . '
+$key = new Symfony\Component\Lock\Key("report");
+$lock = $factory->createLockFromKey($key, 30.0, false);
+echo $lock->acquire() ? base64_encode(serialize($key)) : "busy", "\n";');
+$serialized = (string) $child->readLine(10.0);
+rl_same('a process takes "report" (autoRelease: false) and exits', 0, $child->wait(10.0));
+rl_ok('... the lock lives on with its 30 s ttl', $pttl('report') > 28000 && $pttl('report') <= 30000, rl_fmt($pttl('report')));
+$key = unserialize(base64_decode($serialized));
+rl_ok('its Key unserializes here', $key instanceof Key, rl_fmt($key));
+$moved = $factory->createLockFromKey($key, 30.0, false);
+rl_same('isAcquired() with that Key', true, $moved->isAcquired());
+$moved->refresh(60.0);
+rl_ok('refresh(60) with it', $pttl('report') > 59000, rl_fmt($pttl('report')));
+$moved->release();
+rl_same('release() with it', 0, $raw->cmd('EXISTS', rl_lock_key('report')));
+rl_same('... isAcquired() false', false, $moved->isAcquired());
+
+// autoRelease.
+$auto = $factory->createLock('auto', 30.0);
+$auto->acquire();
+unset($auto);
+rl_same('autoRelease (the default): released when the Lock goes', 0, $raw->cmd('EXISTS', rl_lock_key('auto')));
+$kept = $factory->createLock('kept', 30.0, false);
+$kept->acquire();
+unset($kept);
+rl_same('autoRelease: false: kept when the Lock goes', 1, $raw->cmd('EXISTS', rl_lock_key('kept')));
+
+// Lost and expired.
+$lost = $factory->createLock('lost', 30.0);
+$lost->acquire();
+DistributedLock::forceRelease('lost', $dsn);
+rl_throws('refresh() of a lock taken away: LockConflictedException', LockConflictedException::class, fn () => $lost->refresh());
+rl_same('... isAcquired() false', false, $lost->isAcquired());
+$key = new Key('expired');
+$store->save($key);
+$key->reduceLifetime(-1.0); // its lifetime ran out (as after a long pause)
+rl_throws('putOffExpiration() of an expired Key: LockExpiredException', LockExpiredException::class, fn () => $store->putOffExpiration($key, 10.0));
+rl_same('... and the lock is given back', 0, $raw->cmd('EXISTS', rl_lock_key('expired')));
+rl_same('exists() of a Key never saved: false', false, $store->exists(new Key('never')));
+
+// Shared locks are not in this store yet: Symfony's acquireRead() falls back to an exclusive lock.
+$read1 = $factory->createLock('shared', 30.0);
+$read2 = $factory->createLock('shared', 30.0);
+rl_same('acquireRead(): taken (exclusively)', [true, false], [$read1->acquireRead(), $read2->acquireRead()]);
+$read1->release();
+
+// Bad input, Redis unreachable.
+rl_throws('an initial ttl of 0: InvalidTtlException', InvalidTtlException::class, fn () => new LeaseStore($dsn, 0.0));
+rl_throws('an empty resource: ValueError', ValueError::class, fn () => $factory->createLock('')->acquire());
+$e = rl_throws('Redis unreachable: Symfony\'s LockAcquiringException', LockAcquiringException::class,
+    fn () => (new LockFactory(new LeaseStore('redis://127.0.0.1:' . rl_free_port())))->createLock('x')->acquire());
+rl_ok('... caused by the extension\'s ConnectionException', $e?->getPrevious() instanceof RedisLease\ConnectionException,
+    rl_fmt($e?->getPrevious()));
+echo "done\n";
+?>
+--EXPECT--
+ok: acquire() takes a free lock
+ok: ... with the Lock's ttl (10 s; saved with the store's initial 300 s, then put off as Symfony does)
+ok: isAcquired()
+ok: getRemainingLifetime() about 10 s
+ok: acquire() again by the same Lock: true (re-entrant, as Symfony's stores)
+ok: another Lock of the resource: acquire() false
+ok: ... isAcquired() false
+ok: refresh(20)
+ok: release() frees it
+ok: ... isAcquired() false
+ok: ... and the other Lock can take it
+ok: a process waits in acquire(true)
+ok: ... queued in the store (Symfony's polling would never queue)
+ok: ... the release hands it to the waiter
+ok: ... at once (Symfony polls every 100 ms)
+ok: ... which exits
+ok: a process takes "report" (autoRelease: false) and exits
+ok: ... the lock lives on with its 30 s ttl
+ok: its Key unserializes here
+ok: isAcquired() with that Key
+ok: refresh(60) with it
+ok: release() with it
+ok: ... isAcquired() false
+ok: autoRelease (the default): released when the Lock goes
+ok: autoRelease: false: kept when the Lock goes
+ok: refresh() of a lock taken away: LockConflictedException
+ok: ... isAcquired() false
+ok: putOffExpiration() of an expired Key: LockExpiredException
+ok: ... and the lock is given back
+ok: exists() of a Key never saved: false
+ok: acquireRead(): taken (exclusively)
+ok: an initial ttl of 0: InvalidTtlException
+ok: an empty resource: ValueError
+ok: Redis unreachable: Symfony's LockAcquiringException
+ok: ... caused by the extension's ConnectionException
+done
