@@ -75,7 +75,70 @@ rl_same('the old holder is told: release() false', false, $holder->release());
 rl_same('the waiter exits', 0, $waiter->wait(10.0));
 rl_same('forceRelease() of a free lock: false', false, DistributedLock::forceRelease($k3, $dsn));
 
-// 4. Bad input.
+// 4. restore() asks nothing of Redis: a handover costs the release's (or the
+// refresh's) round trip only, as in the process that took the hold.
+$k4 = rl_key('lazy');
+$a = new DistributedLock($k4, 10.0, $dsn);
+rl_same('taken', true, $a->acquire());
+$t4 = $a->detach();
+$count = fn() => (int) preg_replace('/.*total_commands_processed:(\d+).*/s', '$1', $raw->cmd('INFO', 'stats'));
+$before = $count();
+$lazy = DistributedLock::restore($k4, $t4, 10.0, $dsn);
+rl_same('restore() sent nothing (only our INFO ran between)', 1, $count() - $before);
+rl_same('its token is there without asking', $t4, $lazy->getToken());
+rl_same('released by its token', true, $lazy->release());
+rl_same('the lock is free', 0, $raw->cmd('EXISTS', rl_lock_key($k4)));
+$gone = DistributedLock::restore($k4, $t4, 10.0, $dsn);
+rl_same('a stale token restored: refresh() false', false, $gone->refresh());
+rl_same('... release() false', false, $gone->release());
+rl_same('... getFencingToken() null', null, DistributedLock::restore($k4, $t4, 10.0, $dsn)->getFencingToken());
+rl_same('... acquire() takes the lock anew', true, ($fresh = DistributedLock::restore($k4, $t4, 10.0, $dsn))->acquire());
+rl_ok('... under a new token', $fresh->getToken() !== $t4, (string) $fresh->getToken());
+$fresh->release();
+// A reader's hold restored: shared, so no fencing token; released as a reader.
+$r = new DistributedLock($k4, 10.0, $dsn);
+rl_same('a reader takes it', true, $r->acquireRead());
+$rt = $r->detach();
+$rr = DistributedLock::restore($k4, $rt, 10.0, $dsn);
+rl_same('restored reader: no fencing token', null, $rr->getFencingToken());
+rl_same('restored reader: isAcquired()', true, $rr->isAcquired());
+rl_same('restored reader: release()', true, $rr->release());
+rl_same('no reader left', 0, $raw->cmd('ZCARD', rl_lock_key($k4) . ':holders'));
+// With autoRenew, Redis is asked at once (renewals need the lease's end).
+$w = new DistributedLock($k4, 10.0, $dsn);
+rl_same('taken again', true, $w->acquire());
+$wt = $w->detach();
+$before = $count();
+$renewed = DistributedLock::restore($k4, $wt, 10.0, $dsn, true);
+rl_ok('restore() with autoRenew asks at once', $count() - $before > 1, (string) ($count() - $before));
+rl_same('and holds it', true, $renewed->release());
+
+// 5. isLocked(): whether anyone holds it, without taking it.
+$k5 = rl_key('is-locked');
+rl_same('isLocked(): free', false, DistributedLock::isLocked($k5, $dsn));
+$h = new DistributedLock($k5, 10.0, $dsn);
+$h->acquire();
+rl_same('isLocked(): held alone', true, DistributedLock::isLocked($k5, $dsn));
+rl_same('... and still ours (isLocked takes nothing)', true, $h->release());
+rl_same('isLocked(): released', false, DistributedLock::isLocked($k5, $dsn));
+$reader = new DistributedLock($k5, 0.3, $dsn);
+$reader->acquireRead();
+rl_same('isLocked(): a reader holds it', true, DistributedLock::isLocked($k5, $dsn));
+$reader->detach();
+rl_ok('isLocked(): false once the reader\'s lease ran out', rl_wait_until(fn() => !DistributedLock::isLocked($k5, $dsn), 3.0, 0.01));
+// A reader's entry whose lease has ended but which is still listed (its key
+// expires with the longest lease) holds nothing.
+$raw->cmd('ZADD', rl_lock_key($k5) . ':holders', '1', str_repeat('ab', 16));
+rl_same('isLocked(): a listed reader whose lease ended holds nothing', false, DistributedLock::isLocked($k5, $dsn));
+$raw->cmd('DEL', rl_lock_key($k5) . ':holders');
+try {
+    DistributedLock::isLocked($k5, 'redis://127.0.0.1:1?timeout=nope');
+    rl_ok('isLocked() refuses a malformed DSN', false);
+} catch (ValueError $e) {
+    rl_ok('isLocked() refuses a malformed DSN (ValueError)', true);
+}
+
+// 6. Bad input.
 foreach (['', 'not-a-token', str_repeat('G', 32), strtoupper(str_repeat('ab', 16))] as $bad) {
     try {
         DistributedLock::restore($k, $bad, 10.0, $dsn);
@@ -115,6 +178,32 @@ ok: with a higher fencing token than the holder it was taken from
 ok: the old holder is told: release() false
 ok: the waiter exits
 ok: forceRelease() of a free lock: false
+ok: taken
+ok: restore() sent nothing (only our INFO ran between)
+ok: its token is there without asking
+ok: released by its token
+ok: the lock is free
+ok: a stale token restored: refresh() false
+ok: ... release() false
+ok: ... getFencingToken() null
+ok: ... acquire() takes the lock anew
+ok: ... under a new token
+ok: a reader takes it
+ok: restored reader: no fencing token
+ok: restored reader: isAcquired()
+ok: restored reader: release()
+ok: no reader left
+ok: taken again
+ok: restore() with autoRenew asks at once
+ok: and holds it
+ok: isLocked(): free
+ok: isLocked(): held alone
+ok: ... and still ours (isLocked takes nothing)
+ok: isLocked(): released
+ok: isLocked(): a reader holds it
+ok: isLocked(): false once the reader's lease ran out
+ok: isLocked(): a listed reader whose lease ended holds nothing
+ok: isLocked() refuses a malformed DSN (ValueError)
 ok: restore() refuses '' (ValueError naming $token)
 ok: restore() refuses 'not-a-token' (ValueError naming $token)
 ok: restore() refuses 'GGGGGGGGGGGGGGGGGGGGGGGGGGGGGGGG' (ValueError naming $token)

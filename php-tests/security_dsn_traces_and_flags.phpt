@@ -17,6 +17,8 @@ function trace_text(Throwable $e): string
 $calls = [
     'DistributedLock::__construct' => fn() => new DistributedLock('k', 1.0, 'redis://app:' . SECRET . '@127.0.0.1:1/?timeout=zz'),
     'DistributedLock::__construct (password-only userinfo)' => fn() => new DistributedLock('k', 1.0, 'redis://' . SECRET . '@127.0.0.1:1?timeout=zz'),
+    'DistributedLock::isLocked' => fn() => DistributedLock::isLocked('k', 'redis://app:' . SECRET . '@127.0.0.1:1/?timeout=zz'),
+    'DistributedLock::restore' => fn() => DistributedLock::restore('k', SECRET, 1.0, 'redis://127.0.0.1:1/?timeout=zz'),
     'RedisLockingSessionHandler::__construct' => fn() => new RedisLockingSessionHandler('tcp://127.0.0.1:1?auth=' . SECRET . '&timeout=zz'),
 ];
 foreach ($calls as $what => $call) {
@@ -28,14 +30,28 @@ foreach ($calls as $what => $call) {
         rl_ok("$what: no password in the message", !str_contains($e->getMessage(), SECRET), $e->getMessage());
     }
 }
-// The attribute itself, as reflection (IDEs, static analysis) sees it; open()
-// takes the save path (it may carry a password) but ignores it, so it never
-// throws with it in a frame.
-foreach ([['DistributedLock', '__construct', 'dsn'], ['RedisLockingSessionHandler', '__construct', 'dsn'], ['RedisLockingSessionHandler', 'open', 'path']] as [$class, $method, $param]) {
-    $p = array_values(array_filter((new ReflectionMethod($class, $method))->getParameters(), fn($p) => $p->getName() === $param))[0];
-    $names = array_map(fn($a) => $a->getName(), $p->getAttributes());
-    rl_same("$class::$method(\$$param) is #[\\SensitiveParameter]", ['SensitiveParameter'], $names);
+// The attribute itself, as reflection (IDEs, static analysis) sees it, on every
+// parameter of the extension that may carry a secret (a DSN, a save path, a
+// token that releases a lock); found by name, so a new method cannot miss it.
+// open() takes the save path (it may carry a password) but ignores it, so it
+// never throws with it in a frame.
+$checked = [];
+foreach ((new ReflectionExtension('redis_lease'))->getClasses() as $class) {
+    foreach ($class->getMethods() as $method) {
+        foreach ($method->getParameters() as $p) {
+            if (!in_array($p->getName(), ['dsn', 'path', 'token'], true)) {
+                continue;
+            }
+            $checked["{$class->getName()}::{$method->getName()}(\${$p->getName()})"] = array_map(fn($a) => $a->getName(), $p->getAttributes());
+        }
+    }
 }
+ksort($checked);
+foreach ($checked as $what => $names) {
+    rl_same("$what is #[\\SensitiveParameter]", ['SensitiveParameter'], $names);
+}
+$found = count($checked);
+rl_ok('parameters checked', $found >= 6, (string) $found);
 
 // An unset template variable must not turn TLS verification off.
 foreach ([
@@ -73,11 +89,21 @@ ok: DistributedLock::__construct: no password in the trace
 ok: DistributedLock::__construct: no password in the message
 ok: DistributedLock::__construct (password-only userinfo): no password in the trace
 ok: DistributedLock::__construct (password-only userinfo): no password in the message
+ok: DistributedLock::isLocked: no password in the trace
+ok: DistributedLock::isLocked: no password in the message
+ok: DistributedLock::restore: no password in the trace
+ok: DistributedLock::restore: no password in the message
 ok: RedisLockingSessionHandler::__construct: no password in the trace
 ok: RedisLockingSessionHandler::__construct: no password in the message
 ok: DistributedLock::__construct($dsn) is #[\SensitiveParameter]
+ok: DistributedLock::forceRelease($dsn) is #[\SensitiveParameter]
+ok: DistributedLock::isLocked($dsn) is #[\SensitiveParameter]
+ok: DistributedLock::restore($dsn) is #[\SensitiveParameter]
+ok: DistributedLock::restore($token) is #[\SensitiveParameter]
+ok: DistributedSemaphore::__construct($dsn) is #[\SensitiveParameter]
 ok: RedisLockingSessionHandler::__construct($dsn) is #[\SensitiveParameter]
 ok: RedisLockingSessionHandler::open($path) is #[\SensitiveParameter]
+ok: parameters checked
 ok: rediss://127.0.0.1:1?verify_peer (lock): a ValueError naming 'verify_peer'
 ok: rediss://127.0.0.1:1?verify_peer (session): a ValueError naming 'verify_peer'
 ok: rediss://127.0.0.1:1?verify_peer= (lock): a ValueError naming 'verify_peer'

@@ -83,18 +83,30 @@ namespace {
 
         /**
          * An object for a hold taken elsewhere (by another object, or another process), given its
-         * token (getToken()): it holds the lock if that token still does (one question to Redis),
-         * with the fencing token and lease Redis has for it; otherwise it holds nothing.
-         * release(), refresh(), isAcquired() and getFencingToken() then work as on the object that
-         * took it, owner-checked; the object releases the hold when it is destroyed, as any other
+         * token (getToken()). Nothing is asked of Redis now: release() and refresh() are
+         * owner-checked (one round trip each, as in the process that took it, and false when the
+         * token no longer holds the lock); isAcquired(), getFencingToken(), acquire() and the
+         * other calls that depend on more first ask Redis what the token holds (once), and take
+         * on its fencing token and lease. With $autoRenew, Redis is asked at once, since renewals
+         * need the lease's end. The object releases the hold when it is destroyed, as any other
          * (detach() it to hand it on again).
          *
          * @param string $token A token from getToken() or detach().
          * @param float $ttl The lease length refresh() and renewals extend it to.
          * @throws \ValueError on a malformed token, key, ttl or DSN.
-         * @throws \RedisLease\ConnectionException
+         * @throws \RedisLease\ConnectionException with $autoRenew, when Redis cannot be asked.
          */
         public static function restore(string $key, #[\SensitiveParameter] string $token, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false): DistributedLock {}
+
+        /**
+         * Whether anyone holds the lock now (alone, or as a reader), without taking it or
+         * waiting: one read of Redis. The answer may be stale by the time it is used; only
+         * acquire() decides who holds the lock.
+         *
+         * @throws \ValueError on a malformed key or DSN.
+         * @throws \RedisLease\ConnectionException
+         */
+        public static function isLocked(string $key, #[\SensitiveParameter] ?string $dsn = null): bool {}
 
         /**
          * Releases the lock whoever holds it (an operator's or a framework's forced release), and

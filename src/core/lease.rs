@@ -998,6 +998,17 @@ impl Lease {
         Ok(Some(hold.fence))
     }
 
+    /// Whether anyone holds the lock: alone, or a reader whose lease has not run out.
+    pub fn held(&self) -> Result<bool> {
+        let n: i64 = self.call_idempotent(|c| {
+            scripts::HELD
+                .key(&self.keys.lock)
+                .key(&self.keys.holders)
+                .invoke(&mut c.inner)
+        })?;
+        Ok(n == 1)
+    }
+
     /// What `token` holds per Redis, if anything.
     pub fn inspect(&self, token: &Token) -> Result<Option<Owned>> {
         let v: Value = self.call_idempotent(|c| {

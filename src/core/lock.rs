@@ -39,6 +39,9 @@ pub struct Lock {
     /// A lock (taken alone, or shared by readers), or a semaphore of this many
     /// permits.
     permits: Option<u32>,
+    /// A hold restored without asking Redis (see `restore`): whether it is held,
+    /// alone or shared, and its fence are asked before anything depends on them.
+    unverified: bool,
 }
 
 impl Lock {
@@ -53,6 +56,7 @@ impl Lock {
             release_sent: false,
             auto_renew: false,
             permits: None,
+            unverified: false,
         }
     }
 
@@ -64,24 +68,51 @@ impl Lock {
     }
 
     /// A lock object for a hold taken elsewhere (another object, another
-    /// process) by `token`: it holds the lock if that token still does (one
-    /// question to Redis), with the lease Redis says is left; otherwise nothing.
+    /// process) by `token`, believed held until a call says otherwise. Nothing is
+    /// asked now: release() and refresh() are owner-checked anyway (one round
+    /// trip each, as in the process that took it), and what depends on more (a
+    /// conversion, the fencing token, renewals) asks first. With `auto_renew`,
+    /// whose renewals need the lease's end, Redis is asked at once.
     pub fn restore(lease: Lease, ttl: Duration, token: Token, auto_renew: bool) -> Result<Lock> {
         let mut lock = Lock::new(lease, ttl).with_auto_renew(auto_renew);
-        let generation = sentinel::generation(&lock.lease.endpoint);
-        let asked = Instant::now();
-        if let Some(Owned {
-            left,
-            fence,
-            shared,
-            ..
-        }) = lock.lease.inspect(&token)?
-        {
-            let mut hold = Hold::found(token, fence, ttl, asked, left);
-            hold.shared = shared;
-            lock.set_hold(Some(hold), generation);
+        // No lease counted on until asked; not watched meanwhile.
+        let hold = Hold::found(token, 0, ttl, Instant::now(), Some(Duration::ZERO));
+        lock.set_hold(Some(hold), 0);
+        lock.unverified = true;
+        if auto_renew {
+            lock.verify()?;
         }
         Ok(lock)
+    }
+
+    /// Asks Redis what a restored hold is (see `restore`), once.
+    fn verify(&mut self) -> Result<()> {
+        if self.unverified {
+            self.ask_restored()?;
+        }
+        Ok(())
+    }
+
+    /// What Redis says of a restored hold: held or not, alone or shared, its
+    /// fence and lease, which the hold takes on.
+    fn ask_restored(&mut self) -> Result<Option<Owned>> {
+        let Some(token) = self.hold.as_ref().map(|h| h.token.clone()) else {
+            self.unverified = false;
+            return Ok(None);
+        };
+        let generation = sentinel::generation(&self.lease.endpoint);
+        let asked = Instant::now();
+        let found = self.lease.inspect(&token)?;
+        self.unverified = false;
+        // Replaced, not converted: the unwatched one goes first.
+        self.hold = None;
+        let hold = found.as_ref().map(|o| {
+            let mut hold = Hold::found(token, o.fence, self.ttl, asked, o.left);
+            hold.shared = o.shared;
+            hold
+        });
+        self.set_hold(hold, generation);
+        Ok(found)
     }
 
     /// Stops owning the hold here: no release when this object goes or the
@@ -177,6 +208,11 @@ impl Lock {
         Ok(())
     }
 
+    /// Whether anyone holds the lock (see `Lease::held`).
+    pub fn held(&self) -> Result<bool> {
+        self.lease.held()
+    }
+
     /// Whether our hold is shared (a reader's, or a permit).
     pub fn shared(&self) -> bool {
         self.hold().is_some_and(|h| h.shared)
@@ -193,6 +229,7 @@ impl Lock {
     /// between); false when others keep it past `wait` (a reader keeps its read
     /// hold). For a semaphore: one permit.
     pub fn acquire(&mut self, wait: Duration) -> Result<bool> {
+        self.verify()?;
         let want = match self.permits {
             Some(n) => Want::Permit(n),
             None => Want::Alone,
@@ -212,6 +249,7 @@ impl Lock {
     /// hold, with nobody let in between); false when a writer keeps it (or is
     /// first in line) past `wait`.
     pub fn acquire_read(&mut self, wait: Duration) -> Result<bool> {
+        self.verify()?;
         if self.hold().is_some_and(|h| !h.shared) {
             return self.convert(Want::Downgrade, Duration::ZERO);
         }
@@ -321,6 +359,7 @@ impl Lock {
     /// The fencing token of our hold (assigned on the first request, one round
     /// trip); `None` when we do not hold the lock, or Redis says it was lost.
     pub fn fence(&mut self) -> Result<Option<i64>> {
+        self.verify()?;
         self.settle(true)?;
         // A shared hold (a reader, a permit) has no fencing token.
         let Some(mut hold) = self.hold.clone().filter(|h| !h.lost() && !h.shared) else {
@@ -338,6 +377,9 @@ impl Lock {
     /// the watchdog gave it up).
     pub fn inspect(&mut self) -> Result<Option<Owned>> {
         self.settle(true)?;
+        if self.unverified {
+            return self.ask_restored();
+        }
         let Some(token) = self.hold().map(|h| h.token.clone()) else {
             return Ok(None);
         };

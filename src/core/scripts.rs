@@ -144,6 +144,7 @@ script!(RELEASE, "release.lua");
 script!(FORCE_RELEASE, "force_release.lua");
 script!(REFRESH, "refresh.lua");
 script!(INSPECT, "inspect.lua");
+script!(HELD, "held.lua");
 script!(FENCE, "fence.lua");
 script!(RESOLVE, "resolve.lua");
 script!(SESSION_OPEN, "session_open.lua");

@@ -262,6 +262,12 @@ impl DistributedLock {
         })
     }
 
+    /// Whether anyone holds the lock (alone, or as a reader), without taking it.
+    pub fn is_locked(key: Bytes, dsn: Option<Bytes>) -> PhpResult<bool> {
+        let (_, _, lease) = lock_parts("isLocked", key, (Float(1.0), 0), dsn)?;
+        Ok(lease.held()?)
+    }
+
     /// Releases the lock whoever holds it, handing it to the first waiter (with a
     /// new fencing token). True when it was held.
     pub fn force_release(key: Bytes, dsn: Option<Bytes>) -> PhpResult<bool> {

@@ -125,6 +125,7 @@ fn mark_sensitive_parameters() {
     mark::<lock::DistributedLock>(c"restore", 1);
     mark::<lock::DistributedLock>(c"restore", 3);
     mark::<lock::DistributedLock>(c"forcerelease", 1);
+    mark::<lock::DistributedLock>(c"islocked", 1);
     mark::<lock::DistributedSemaphore>(c"__construct", 3);
     mark::<session::RedisLockingSessionHandler>(c"__construct", 0);
     mark::<session::RedisLockingSessionHandler>(c"open", 0);

@@ -163,7 +163,7 @@ class LeaseLock extends Lock
         if ($owner === $this->owner) {
             return $this->getCurrentOwner() === $owner;
         }
-        return DistributedLock::restore($this->name, $owner, $this->lease(), $this->dsn)->detach() !== null;
+        return self::holds(DistributedLock::restore($this->name, $owner, $this->lease(), $this->dsn));
     }
 
     /**
@@ -178,9 +178,20 @@ class LeaseLock extends Lock
         if ($this->owner === null) {
             return null;
         }
-        // restore() asks Redis whether the token still holds; detach() returns it then, and keeps
-        // this check from releasing the hold when the object goes.
-        return $this->restore()->detach();
+        return self::holds($this->restore()) ? $this->owner : null;
+    }
+
+    /**
+     * Whether a restored hold is still held (one question to Redis), leaving it as it was: detached,
+     * so that this check never releases it when the object goes.
+     */
+    private static function holds(DistributedLock $lock): bool
+    {
+        try {
+            return $lock->isAcquired();
+        } finally {
+            $lock->detach();
+        }
     }
 
     /** Takes the lock within `$wait` seconds and lets it outlive this object (see acquire()). */

@@ -90,9 +90,16 @@ final class LeaseStore implements BlockingStoreInterface
     public function exists(Key $key): bool
     {
         $token = $this->token($key);
-        // restore() asks Redis whether the token holds; detach() keeps the check from releasing it.
-        return $token !== null
-            && DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn)->detach() !== null;
+        if ($token === null) {
+            return false;
+        }
+        $lock = DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn);
+        try {
+            return $lock->isAcquired();
+        } finally {
+            // The check must never release the hold when the object goes.
+            $lock->detach();
+        }
     }
 
     /** Takes the lock within `$wait` seconds and keeps its token in the Key; the hold outlives this call. */
