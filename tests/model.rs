@@ -36,6 +36,7 @@ use system::{Config, Failover, Fixes, System};
 const MUTEX: &str = "mutual exclusion";
 const MUTEX_OUTSIDE_WINDOW: &str = "mutual exclusion outside the failover window";
 const FENCES: &str = "fencing tokens increase";
+const FENCES_OUTSIDE_WINDOW: &str = "fencing tokens increase outside the failover window";
 const WRITES_KEPT: &str = "acknowledged session writes are kept";
 const REVOKE_ONCE: &str = "a revocation spares the lease it handed on";
 const EXPIRY: &str = "every key of a lease expires in time";
@@ -188,4 +189,182 @@ fn reverted_a_handoff_not_waited_for_gives_two_holders() {
     config.fixes.grant_waits = false;
     let checker = check("(a) handoff without WAIT", config, Some(MUTEX));
     assert_violated(&checker, MUTEX);
+}
+
+/// Without WAIT a failover may lose what the master acknowledged: two clients
+/// may hold the lock from the promotion until each has heard of the switch and
+/// had its hold checked on the new master (the failover window). After that,
+/// only one: as implemented, the check finds the token but keeps the holder's
+/// bound, which a refresh the replica never got had extended.
+fn no_wait(failover: Failover) -> Config {
+    let mut config = locks(failover);
+    config.wait_replicas = false;
+    config.clients[0] = Program::Lock {
+        acquires: 2,
+        refreshes: 1,
+    };
+    config.refresh_ttls = vec![2];
+    config
+}
+
+#[test]
+fn without_wait_one_holder_outside_the_failover_window_if_the_check_reads_the_pttl() {
+    let failovers = if deep() {
+        vec![Failover::Crash, Failover::Planned]
+    } else {
+        vec![Failover::Crash]
+    };
+    for failover in failovers {
+        let mut config = no_wait(failover);
+        config.fixes.check_reads_pttl = true;
+        let checker = check(&format!("no WAIT, {failover:?}"), config, None);
+        assert_holds(
+            &checker,
+            &[MUTEX_OUTSIDE_WINDOW, FENCES_OUTSIDE_WINDOW, EXPIRY],
+            &["a hold on the promoted master"],
+        );
+    }
+}
+
+/// The bug the model found (see the report of issue 23): as implemented, the
+/// watchdog's check after a switch trusts the holder's bound.
+#[test]
+fn without_wait_the_check_as_implemented_trusts_an_unreplicated_extension() {
+    let checker = check(
+        "no WAIT, check as implemented",
+        no_wait(Failover::Crash),
+        Some(MUTEX_OUTSIDE_WINDOW),
+    );
+    assert_violated(&checker, MUTEX_OUTSIDE_WINDOW);
+}
+
+/// Links that fail after a command was sent: resolve.lua adopts what our token
+/// took or voids it, and a late arrival of a voided attempt takes nothing.
+#[test]
+fn broken_links_leave_one_holder() {
+    let mut config = locks(Failover::Planned);
+    config.failovers = vec![];
+    config.faults = 1;
+    config.faulty = |_| true;
+    let checker = check("broken links", config, None);
+    assert_holds(&checker, &LOCK_PROPERTIES, &["a waiter is handed the lock"]);
+}
+
+/// The watchdog renews while the holder refreshes to a longer ttl: a renewal
+/// sent before the refresh may run after it.
+fn renewals() -> Config {
+    let mut config = locks(Failover::Planned);
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.renew = true;
+    config.clients = vec![
+        Program::Lock {
+            acquires: 1,
+            refreshes: 1,
+        },
+        Program::Lock {
+            acquires: 1,
+            refreshes: 0,
+        },
+    ];
+    config.refresh_ttls = vec![4];
+    config.horizon = if deep() { 5 } else { 3 };
+    config
+}
+
+#[test]
+fn renewals_never_shorten_a_lease() {
+    let checker = check("renewals", renewals(), None);
+    assert_holds(&checker, &LOCK_PROPERTIES, &[]);
+}
+
+/// Fix (c) reverted: a renewal sets the expiry exactly, and cuts back the
+/// holder's longer refresh that overtook it.
+#[test]
+fn reverted_c_a_renewal_that_shortens_gives_two_holders() {
+    let mut config = renewals();
+    config.fixes.scripts.at_least = false;
+    let checker = check("(c) renewal sets exactly", config, Some(MUTEX));
+    assert_violated(&checker, MUTEX);
+}
+
+/// Two requests of one session, wait_replicas=1, a failover.
+fn sessions(failover: Failover) -> Config {
+    let mut config = locks(failover);
+    config.clients = vec![Program::Session { opens: 2 }, Program::Session { opens: 1 }];
+    config.fence_ops = false;
+    config
+}
+
+#[test]
+fn acknowledged_session_writes_survive_a_failover_with_wait_replicas() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let checker = check(&format!("sessions, {failover:?}"), sessions(failover), None);
+        assert_holds(
+            &checker,
+            &[WRITES_KEPT, EXPIRY],
+            &["a session write acknowledged"],
+        );
+    }
+}
+
+/// A logout (session_revoke.lua) while two requests of the session hold and
+/// wait for its lock; the logout's reply may be lost, and its second run (or
+/// its first, late) come after the lock was handed on.
+fn revocations(marker: RevokeMarker) -> Config {
+    let mut config = locks(Failover::Planned);
+    config.clients = vec![
+        Program::Session { opens: 1 },
+        Program::Session { opens: 1 },
+        Program::Revoker { revokes: 1 },
+    ];
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.fence_ops = false;
+    config.faults = 1;
+    config.faulty = |req| matches!(req, client::Req::Revoke { .. });
+    config.fixes.scripts.revoke_marker = marker;
+    config
+}
+
+/// With a marker on every run (the fix proposed in the report), a logout acts
+/// once, and deletes only what was written before it took effect.
+#[test]
+fn a_revocation_acts_once_with_its_marker_on_every_run() {
+    let checker = check(
+        "revocations, marker always",
+        revocations(RevokeMarker::Always),
+        None,
+    );
+    assert_holds(
+        &checker,
+        &[WRITES_KEPT, REVOKE_ONCE, EXPIRY],
+        &["a session write acknowledged"],
+    );
+}
+
+/// Fix (b) reverted: session_revoke.lua without its marker. Its second run
+/// revokes the lease its first run handed to the waiting request.
+#[test]
+fn reverted_b_a_revocation_without_marker_revokes_the_next_holder() {
+    let checker = check(
+        "(b) revoke without marker",
+        revocations(RevokeMarker::Never),
+        Some(REVOKE_ONCE),
+    );
+    assert_violated(&checker, REVOKE_ONCE);
+}
+
+/// The bug the model found (see the report of issue 23): as implemented, the
+/// marker is left only when the lock was handed on, so a second run after a
+/// first that found the session unlocked deletes what a request wrote between
+/// the two.
+#[test]
+fn the_revocation_marker_as_implemented_lets_a_second_run_delete_a_saved_write() {
+    let checker = check(
+        "revoke marker on handoff only",
+        revocations(RevokeMarker::OnHandoff),
+        Some(WRITES_KEPT),
+    );
+    assert_violated(&checker, WRITES_KEPT);
 }

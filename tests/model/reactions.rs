@@ -805,7 +805,8 @@ fn stop_watch(client: &mut crate::client::Client) -> Option<Token> {
 /// must rise strictly.
 fn note_fence(s: &mut State, c: u8) {
     let now = s.now;
-    let client = s.client_mut(c);
+    let generation = s.redis.generation;
+    let client = &mut s.clients[usize::from(c)];
     if !client.counts_on_hold(now) {
         return;
     }
@@ -817,8 +818,17 @@ fn note_fence(s: &mut State, c: u8) {
     }
     hold.fence_noted = true;
     let fence = hold.fence;
-    if fence <= s.ghost.last_fence {
-        s.ghost.fence_regressed = true;
+    let ghost = &mut s.ghost;
+    if fence <= ghost.last_fence {
+        ghost.fence_regressed = true;
     }
-    s.ghost.last_fence = s.ghost.last_fence.max(fence);
+    ghost.last_fence = ghost.last_fence.max(fence);
+    // Outside the failover window: a hold the current master granted or was
+    // checked against.
+    if hold.watch.generation == generation {
+        if fence <= ghost.last_fence_outside_window {
+            ghost.fence_regressed_outside_window = true;
+        }
+        ghost.last_fence_outside_window = ghost.last_fence_outside_window.max(fence);
+    }
 }

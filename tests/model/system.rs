@@ -129,6 +129,9 @@ pub struct Ghost {
     /// The last fencing token a client got while counting on its hold.
     pub last_fence: u16,
     pub fence_regressed: bool,
+    /// The same, for holds outside the failover window only.
+    pub last_fence_outside_window: u16,
+    pub fence_regressed_outside_window: bool,
     /// Session writes reported saved (bits: write ids).
     pub acked: u16,
     /// Session writes deleted by the first run of a revocation (a logout that
@@ -713,6 +716,10 @@ impl Model for System {
             Property::always("fencing tokens increase", |_, s: &State| {
                 !s.ghost.fence_regressed
             }),
+            Property::always(
+                "fencing tokens increase outside the failover window",
+                |_, s: &State| !s.ghost.fence_regressed_outside_window,
+            ),
             Property::always("acknowledged session writes are kept", |_, s: &State| {
                 let kept = s.master().data.map_or(0, |d| d.lineage) | s.ghost.deleted;
                 s.ghost.acked & !kept == 0
