@@ -21,6 +21,8 @@ mod client;
 mod reactions;
 #[path = "model/redis.rs"]
 mod redis;
+#[path = "model/slots.rs"]
+mod slots;
 #[path = "model/system.rs"]
 mod system;
 

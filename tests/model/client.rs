@@ -10,6 +10,7 @@
 //! cases.
 
 use crate::redis::{Data, Reply, Time, Token};
+use crate::slots::Slots;
 
 /// What a client's user code does, and how often.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +67,18 @@ pub enum Req {
     /// release.lua when the token holds the lease. Only ever an orphan.
     Abandon { token: Token },
 }
+
+/// Only fills the unused slots of a `Slots`.
+impl Default for Req {
+    fn default() -> Self {
+        Req::Release {
+            token: Token::default(),
+        }
+    }
+}
+
+/// A command in the network that nobody waits for any more.
+pub type Orphans = Slots<(u8, Req), 2>;
 
 /// Where a command is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -211,8 +224,9 @@ pub enum Step {
 }
 
 /// What the request thread is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Pc {
+    #[default]
     Idle,
     /// Inside `Lease::claim` (an acquire, or a session open).
     Claim(Claim),
@@ -255,7 +269,7 @@ pub enum Pc {
     Crashed,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Client {
     /// The Sentinel generation this process knows.
     pub generation: u8,

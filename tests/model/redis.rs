@@ -13,6 +13,8 @@
 
 use std::fmt;
 
+use crate::slots::Slots;
+
 pub type Time = u8;
 
 /// An expiry past the end of every run.
@@ -33,7 +35,7 @@ pub const MICROS_PER_TICK: u16 = 100;
 
 /// A token: 128 random bits in the extension, fresh for every acquire call; here
 /// the client and the number of its call.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Token {
     pub client: u8,
     pub n: u8,
@@ -47,7 +49,7 @@ impl fmt::Debug for Token {
 
 /// Session data: which write stored it, and every write it builds on (the
 /// request that wrote it read the data those left). A write id is a bit.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Data {
     pub write: u8,
     pub lineage: u16,
@@ -80,7 +82,7 @@ impl fmt::Debug for LockValue {
 /// One member of `<lock>:waiters` with its `<lock>:terms` entry. The two keys are
 /// always written together (join_queue, leave_queue) and expire together, so the
 /// model keeps them as one list in arrival order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Waiter {
     pub token: Token,
     pub ttl: Time,
@@ -90,36 +92,36 @@ pub struct Waiter {
 
 /// A wake-up list entry `<fence>:<payload>`: a lock's payload is empty, a
 /// session's is its data (`d...`) or none (`n`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Payload {
     pub fence: u16,
     pub data: Option<Data>,
 }
 
 /// `<lock>:wake:<token>`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Wake {
     pub token: Token,
-    pub entries: Vec<Payload>,
+    pub entries: Slots<Payload, 2>,
     pub until: Time,
 }
 
 /// The keys of one lease (and its session data) on one node.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Store {
     pub lock: Option<LockValue>,
     /// `<lock>:fence`: the last fencing token, and its expiry.
     pub fence: Option<(u16, Time)>,
     /// `<lock>:waiters` and `<lock>:terms`; empty: neither key exists.
-    pub waiters: Vec<Waiter>,
+    pub waiters: Slots<Waiter, 3>,
     pub waiters_until: Time,
-    pub wake: Vec<Wake>,
+    pub wake: Slots<Wake, 3>,
     /// `<lock>:void:<token>` markers.
-    pub void: Vec<Token>,
+    pub void: Slots<Token, 4>,
     /// The session data (`PHPREDIS_SESSION:<id>`).
     pub data: Option<Data>,
     /// `<lock>:revoked:<nonce>` markers.
-    pub revoked: Vec<u8>,
+    pub revoked: Slots<u8, 2>,
 }
 
 impl Store {
@@ -330,7 +332,7 @@ impl Script<'_> {
             }
             None => self.db.wake.push(Wake {
                 token: first.token,
-                entries: vec![entry],
+                entries: [entry].into_iter().collect(),
                 until,
             }),
         }

@@ -14,8 +14,9 @@ use std::fmt::Write as _;
 
 use stateright::{Model, Property};
 
-use crate::client::{Call, Client, Link, Outcome, Pc, Program, Req, Stage, WatchState};
+use crate::client::{Call, Client, Link, Orphans, Outcome, Pc, Program, Req, Stage, WatchState};
 use crate::redis::{owns, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
+use crate::slots::Slots;
 
 /// What a run of the model may do.
 #[derive(Clone, Debug)]
@@ -93,7 +94,7 @@ pub enum Phase {
     Demoted,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     pub store: Store,
     pub up: bool,
@@ -101,7 +102,7 @@ pub struct Node {
     pub writable: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Cluster {
     pub nodes: [Node; 2],
     /// The sentinels' generation: 1 while node 0 is the master, 2 after the switch.
@@ -109,7 +110,7 @@ pub struct Cluster {
     /// The replication stream: what the master wrote that its replica has not
     /// applied yet, oldest first (each entry the keys after one write: scripts
     /// replicate as their effects, expiries as absolute times).
-    pub stream: Vec<Store>,
+    pub stream: Slots<Store, 3>,
     /// The node that follows the master, if any.
     pub replica: Option<u8>,
     /// The server clock in microseconds (see `redis::MICROS_PER_TICK`).
@@ -124,7 +125,7 @@ impl Cluster {
 }
 
 /// Facts about the run that the properties need and Redis does not keep.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Ghost {
     /// The last fencing token a client got while counting on its hold.
     pub last_fence: u16,
@@ -139,19 +140,19 @@ pub struct Ghost {
     pub deleted: u16,
     /// Each revocation that ran: its nonce, and the token its first run handed
     /// the lock to.
-    pub revokes: Vec<(u8, Option<Token>)>,
+    pub revokes: Slots<(u8, Option<Token>), 2>,
     /// A revocation's second run revoked the lease its first run handed on.
     pub revoked_own_handoff: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct State {
     pub now: Time,
     pub redis: Cluster,
-    pub clients: Vec<Client>,
+    pub clients: Slots<Client, 3>,
     /// Commands in the network that nobody waits for any more: a link broke
     /// before they reached Redis, or a call was left to run by itself.
-    pub orphans: Vec<(u8, Req)>,
+    pub orphans: Orphans,
     pub faults: u8,
     pub crashes: u8,
     pub ghost: Ghost,
@@ -242,7 +243,7 @@ impl State {
     pub fn execute(&mut self, cfg: &Config, node: u8, req: Req) -> Option<(Reply, bool)> {
         let now = self.now;
         let n = usize::from(node);
-        let before = self.redis.nodes[n].store.clone();
+        let before = self.redis.nodes[n].store;
         let Cluster { nodes, micros, .. } = &mut self.redis;
         let mut script = Script {
             db: &mut nodes[n].store,
@@ -296,7 +297,7 @@ impl State {
             self.note_revoke(nonce, &before, node);
         }
         if wrote && self.redis.replica.is_some() && node == self.redis.master() {
-            let after = self.redis.nodes[n].store.clone();
+            let after = self.redis.nodes[n].store;
             self.redis.stream.push(after);
             if self.redis.stream.len() > usize::from(cfg.max_lag) {
                 self.replicate();
@@ -321,7 +322,7 @@ impl State {
         store.expire(self.now);
         self.redis.nodes[usize::from(replica)].store = store;
         let master = self.redis.master();
-        for client in &mut self.clients {
+        for client in self.clients.iter_mut() {
             for call in [&mut client.link, &mut client.dog].into_iter().flatten() {
                 if let Stage::Waiting {
                     behind: Some(k), ..
@@ -339,7 +340,7 @@ impl State {
     fn cut_replication(&mut self) {
         self.redis.stream.clear();
         self.redis.replica = None;
-        for client in &mut self.clients {
+        for client in self.clients.iter_mut() {
             for call in [&mut client.link, &mut client.dog].into_iter().flatten() {
                 if let Stage::Waiting { behind, .. } = &mut call.stage {
                     if *behind != Some(0) {
@@ -352,7 +353,7 @@ impl State {
 
     /// Node 0 becomes the new master's replica, by a full sync.
     fn follow(&mut self) {
-        self.redis.nodes[0].store = self.redis.nodes[1].store.clone();
+        self.redis.nodes[0].store = self.redis.nodes[1].store;
         self.redis.nodes[0].up = true;
         self.redis.nodes[0].writable = false;
         self.redis.replica = Some(0);
@@ -478,13 +479,13 @@ impl Model for System {
             redis: Cluster {
                 nodes: [node(true), node(false)],
                 generation: 1,
-                stream: Vec::new(),
+                stream: Slots::new(),
                 replica: Some(1),
                 micros: 0,
                 phase: Phase::Steady,
             },
             clients: cfg.clients.iter().map(|_| Client::new()).collect(),
-            orphans: Vec::new(),
+            orphans: Slots::new(),
             faults: cfg.faults,
             crashes: cfg.crashes,
             ghost: Ghost::default(),
@@ -583,18 +584,18 @@ impl Model for System {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let cfg = &self.config;
-        let mut s = last.clone();
+        let mut s = *last;
         match action {
             Action::Tick => {
                 s.now += 1;
                 let now = s.now;
-                for node in &mut s.redis.nodes {
+                for node in s.redis.nodes.iter_mut() {
                     node.store.expire(now);
                 }
-                for store in &mut s.redis.stream {
+                for store in s.redis.stream.iter_mut() {
                     store.expire(now);
                 }
-                for client in &mut s.clients {
+                for client in s.clients.iter_mut() {
                     if let Some(h) = &mut client.hold {
                         if h.watch.state == WatchState::Watching && now >= h.watch.end {
                             h.watch.state = WatchState::Expired;
