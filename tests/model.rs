@@ -135,23 +135,28 @@ fn assert_violated(checker: &impl Checker<System>, property: &'static str) {
     print_trace(checker.model(), property, path);
 }
 
+/// Prints a trace: each action, what it did, and the state after it.
 fn print_trace(
     model: &System,
     property: &str,
     path: stateright::Path<system::State, system::Action>,
 ) {
-    let _ = model;
     let steps = path.into_vec();
     println!(
         "counterexample to \"{property}\" ({} steps):",
         steps.len() - 1
     );
-    println!("   {}", steps[0].0.summary());
+    println!("     {}", steps[0].0.summary());
     for pair in steps.windows(2) {
-        if let Some(action) = pair[0].1 {
-            println!("{action:?}");
-            println!("   {}", pair[1].0.summary());
+        let Some(action) = pair[0].1 else {
+            continue;
+        };
+        let (_, said) = system::narrated(|| model.next_state(&pair[0].0, action));
+        println!("{action:?}");
+        for line in said {
+            println!("   . {line}");
         }
+        println!("     {}", pair[1].0.summary());
     }
 }
 
@@ -241,13 +246,15 @@ fn without_wait_the_check_as_implemented_trusts_an_unreplicated_extension() {
 }
 
 /// Links that fail after a command was sent: resolve.lua adopts what our token
-/// took or voids it, and a late arrival of a voided attempt takes nothing.
+/// took or voids it, and a late arrival of a voided attempt takes nothing. A
+/// client may crash (a holder, a waiter, one in the middle of a call).
 #[test]
-fn broken_links_leave_one_holder() {
+fn broken_links_and_crashes_leave_one_holder() {
     let mut config = locks(Failover::Planned);
     config.failovers = vec![];
     config.faults = 1;
     config.faulty = |_| true;
+    config.crashes = 1;
     let checker = check("broken links", config, None);
     assert_holds(&checker, &LOCK_PROPERTIES, &["a waiter is handed the lock"]);
 }

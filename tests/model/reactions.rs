@@ -6,7 +6,7 @@ use crate::client::{
     Call, Claim, Hold, Link, Outcome, Pc, Program, Renewal, Req, Step, Via, Watch, WatchState,
 };
 use crate::redis::{Data, Reply, Time, Token, NAP};
-use crate::system::{Action, Op, State, System};
+use crate::system::{say, show, Action, Op, State, System};
 
 impl System {
     /// The calls the user may make now.
@@ -215,11 +215,18 @@ impl System {
     /// Sends the same command again on a fresh link (`call_idempotent`, or the
     /// explicit second try of release and save).
     fn again(&self, s: &mut State, c: u8, call: Call, pc: Pc) {
+        say(|| format!("c{c} sends {} again", show(call.req)));
         s.client_mut(c).pc = pc;
         self.send(s, c, Link::Request, call.req);
     }
 
     pub fn react(&self, s: &mut State, c: u8, link: Link, call: Call, outcome: Outcome) {
+        say(|| match outcome {
+            Outcome::Reply(..) if call.generation != s.client(c).generation => unreachable!(),
+            Outcome::Reply(reply, _) => format!("c{c} reads {reply:?} ({})", show(call.req)),
+            Outcome::Broken => format!("c{c}: link broken ({})", show(call.req)),
+            Outcome::TimedOut => format!("c{c}: no reply in time ({})", show(call.req)),
+        });
         match link {
             Link::Request => self.on_request(s, c, call, outcome),
             Link::Watchdog => self.on_renewal(s, c, call, outcome),
@@ -540,12 +547,20 @@ impl System {
         ));
         client.read = data;
         client.pc = Pc::Held;
+        say(|| {
+            format!(
+                "c{c} holds {:?} ({via:?}), counting until {}",
+                claim.token,
+                since + cfg.ttl
+            )
+        });
         note_fence(s, c);
     }
 
     /// `Lease::give_up`: a token that may be queued (or hold the lease) is
     /// abandoned (`Lease::abandon`, left to run by itself).
     fn give_up(&self, s: &mut State, c: u8, token: Token, queued: bool) {
+        say(|| format!("c{c} gives up {token:?}"));
         if queued {
             let node = s.client(c).generation - 1;
             s.orphan(&self.config, node, Req::Abandon { token });
@@ -563,6 +578,7 @@ impl System {
     /// (`Lock::settle`); a session leaves it to the process's next call
     /// (`Lease::defer`).
     fn unresolved(&self, s: &mut State, c: u8, token: Token) {
+        say(|| format!("c{c}: unresolved {token:?}, settled later"));
         match self.config.clients[usize::from(c)] {
             Program::Lock { .. } => s.client_mut(c).unresolved = Some(token),
             _ => {
@@ -756,6 +772,11 @@ fn save_done(s: &mut State, c: u8, ok: bool, acks: Option<bool>) {
     if ok && acks != Some(false) {
         s.ghost.acked |= 1 << data.write;
     }
+    say(|| match (ok, acks) {
+        (true, Some(false)) => format!("c{c}: save of {data:?} reported failed (too few replicas)"),
+        (true, _) => format!("c{c}: {data:?} reported saved"),
+        (false, _) => format!("c{c}: save of {data:?} refused (lease lost)"),
+    });
 }
 
 fn new_token(client: &mut crate::client::Client, c: u8) -> Token {

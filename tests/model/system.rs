@@ -10,6 +10,7 @@
 //!
 //! What the clients' actions do is in `reactions.rs`.
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 
 use stateright::{Model, Property};
@@ -17,6 +18,52 @@ use stateright::{Model, Property};
 use crate::client::{Call, Client, Link, Orphans, Outcome, Pc, Program, Req, Stage, WatchState};
 use crate::redis::{owns, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
 use crate::slots::Slots;
+
+thread_local! {
+    static NARRATION: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Notes what a step does, while a trace is being printed (never while
+/// checking: `line` is not even called then).
+pub fn say(line: impl FnOnce() -> String) {
+    NARRATION.with(|n| {
+        if let Some(lines) = n.borrow_mut().as_mut() {
+            lines.push(line());
+        }
+    });
+}
+
+/// Runs `f`, and returns what it said.
+pub fn narrated<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+    NARRATION.with(|n| *n.borrow_mut() = Some(Vec::new()));
+    let out = f();
+    let lines = NARRATION
+        .with(|n| n.borrow_mut().take())
+        .unwrap_or_default();
+    (out, lines)
+}
+
+/// A command as the trace shows it.
+pub fn show(req: Req) -> String {
+    match req {
+        Req::Acquire { token, wait } => format!("acquire.lua({token:?}, wait {wait})"),
+        Req::Open { token, wait } => format!("session_open.lua({token:?}, wait {wait})"),
+        Req::Blpop { token } => format!("BLPOP wake:{token:?}"),
+        Req::Resolve { token } => format!("resolve.lua({token:?})"),
+        Req::Refresh {
+            token,
+            ttl,
+            at_least: true,
+        } => format!("refresh.lua({token:?}, {ttl}, at_least)"),
+        Req::Refresh { token, ttl, .. } => format!("refresh.lua({token:?}, {ttl})"),
+        Req::Fence { token } => format!("fence.lua({token:?})"),
+        Req::Release { token } => format!("release.lua({token:?})"),
+        Req::Save { token, data } => format!("session_save.lua({token:?}, write {data:?})"),
+        Req::SavedBefore { data } => format!("GET data == {data:?}? (saved_before)"),
+        Req::Revoke { nonce } => format!("session_revoke.lua(nonce {nonce})"),
+        Req::Abandon { token } => format!("resolve.lua + release.lua({token:?}) (abandon)"),
+    }
+}
 
 /// What a run of the model may do.
 #[derive(Clone, Debug)]
@@ -293,6 +340,7 @@ impl State {
             }
         };
         let wrote = script.touched || self.redis.nodes[n].store != before;
+        say(|| format!("{} runs {} -> {reply:?}", ["A", "B"][n], show(req)));
         if let Req::Revoke { nonce } = req {
             self.note_revoke(nonce, &before, node);
         }
@@ -610,9 +658,14 @@ impl Model for System {
                 let Stage::Waiting { reply, behind } = call.stage else {
                     return None;
                 };
+                let acked = matches!(action, Action::Ack(..));
+                say(|| match acked {
+                    true => format!("c{c}: WAIT 1 -> 1 (the replica has it)"),
+                    false => format!("c{c}: WAIT 1 -> 0 (timed out: too few replicas)"),
+                });
                 call.stage = Stage::Answered {
                     reply,
-                    acks: Some(matches!(action, Action::Ack(..))),
+                    acks: Some(acked),
                 };
                 if let (Action::Ack(..), Some(k)) = (action, behind) {
                     // The replica applies the stream up to this write.
@@ -782,6 +835,8 @@ impl System {
             && wrote
             && match (req, reply) {
                 (Req::Acquire { .. } | Req::Open { .. }, Reply::Took { .. }) => true,
+                // Found handed: `replicate_claim` refreshed it on this link (in
+                // the same step: it cannot have gone in between), and WAITs.
                 (Req::Acquire { .. } | Req::Open { .. }, Reply::Handed { .. }) => {
                     cfg.fixes.grant_waits
                 }
@@ -792,18 +847,7 @@ impl System {
         if wait {
             return Stage::Waiting { reply, behind };
         }
-        // A lease found handed whose refresh found it gone: WAIT is not even
-        // sent (`replicate_claim`: `Some(0)` acks).
-        let refused = cfg.wait_replicas
-            && cfg.fixes.grant_waits
-            && matches!(
-                (req, reply),
-                (Req::Acquire { .. } | Req::Open { .. }, Reply::Handed { .. })
-            );
-        Stage::Answered {
-            reply,
-            acks: refused.then_some(false),
-        }
+        Stage::Answered { reply, acks: None }
     }
 
     /// Sends `req` on a client's link. A request thread's command that cannot
@@ -819,6 +863,7 @@ impl System {
         s.send(c, link, req);
         let node = s.client(c).generation - 1;
         if !s.node_up(node) {
+            say(|| format!("c{c}: {} to a dead node: the link breaks", show(req)));
             let call = s.client_mut(c).call_mut(link).take().expect("just sent");
             return self.react(s, c, link, call, Outcome::Broken);
         }
@@ -839,6 +884,7 @@ impl System {
             // link asks the sentinels and sends it once more to the master they
             // name (`Lease::call`); the watchdog's renewal fails, to be tried
             // again.
+            say(|| format!("c{c}: {} answered READONLY", show(call.req)));
             match link {
                 Link::Request => {
                     let generation = s.redis.generation;
