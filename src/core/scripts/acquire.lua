@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::acquire (one atomic step).
 -- Take a lock if it is free and nobody queues before us; otherwise queue for it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
 -- KEYS[5] void marker of this token

@@ -1,3 +1,4 @@
+-- Model: none (it changes nothing, and no client decision in tests/model depends on it).
 -- Tell whether our token holds the lock, without changing anything.
 -- KEYS[1] lock
 -- ARGV[1] token

@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::refresh (one atomic step).
 -- Extend a lease if our token still holds it.
 -- KEYS[1] lock
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] 'at_least' for the watchdog's

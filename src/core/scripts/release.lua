@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::release (one atomic step).
 -- Release our lock, handing it to the first waiter if anyone waits.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
 -- KEYS[5] (Redis Cluster) this token's done marker

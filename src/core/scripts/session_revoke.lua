@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::session_revoke (one atomic step).
 -- Destroy a session that this request does not hold: delete its data and revoke
 -- whatever lease another request holds on it, so that request can no longer write
 -- it back (its save is refused as a lost lease). A logout must take effect even
