@@ -67,6 +67,7 @@ fn as_implemented() -> Fixes {
             revoke_marker: RevokeMarker::OnHandoff,
         },
         check_reads_pttl: false,
+        renewals_wait: true,
     }
 }
 
@@ -274,7 +275,11 @@ fn broken_links_and_crashes_leave_one_holder() {
     config.faulty = |_| true;
     config.crashes = 1;
     let checker = check("broken links", config, None);
-    assert_holds(&*checker, &LOCK_PROPERTIES, &["a waiter is handed the lock"]);
+    assert_holds(
+        &*checker,
+        &LOCK_PROPERTIES,
+        &["a waiter is handed the lock"],
+    );
 }
 
 /// The watchdog renews while the holder refreshes to a longer ttl: a renewal
@@ -318,7 +323,8 @@ fn reverted_c_a_renewal_that_shortens_gives_two_holders() {
 /// Two requests of one session, wait_replicas=1, a failover.
 fn sessions(failover: Failover) -> Config {
     let mut config = locks(failover);
-    config.clients = vec![Program::Session { opens: 2 }, Program::Session { opens: 1 }];
+    let opens = if deep() { 2 } else { 1 };
+    config.clients = vec![Program::Session { opens }, Program::Session { opens: 1 }];
     config.fence_ops = false;
     config
 }
@@ -394,4 +400,56 @@ fn the_revocation_marker_as_implemented_lets_a_second_run_delete_a_saved_write()
         Some(WRITES_KEPT),
     );
     assert_violated(&*checker, WRITES_KEPT);
+}
+
+/// Without WAIT, a failover loses what the master acknowledged: the property
+/// above can fail in this setting.
+#[test]
+fn without_wait_replicas_a_failover_loses_an_acknowledged_write() {
+    let mut config = sessions(Failover::Crash);
+    config.wait_replicas = false;
+    let checker = check("sessions without WAIT", config, Some(WRITES_KEPT));
+    assert_violated(&*checker, WRITES_KEPT);
+}
+
+/// The watchdog renews (and WAITs for its renewals) while a failover happens.
+fn renewals_and_failover(failover: Failover) -> Config {
+    let mut config = locks(failover);
+    config.renew = true;
+    config.fence_ops = false;
+    config.clients = vec![
+        Program::Lock {
+            acquires: 1,
+            refreshes: 0,
+        },
+        Program::Lock {
+            acquires: 1,
+            refreshes: 0,
+        },
+    ];
+    config.horizon = if deep() { 4 } else { 3 };
+    config
+}
+
+#[test]
+fn renewals_across_a_failover_with_wait_replicas() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let config = renewals_and_failover(failover);
+        let checker = check(&format!("renewals, {failover:?}"), config, None);
+        assert_holds(
+            &*checker,
+            &LOCK_PROPERTIES,
+            &["a hold on the promoted master"],
+        );
+    }
+}
+
+/// Fix (d) reverted: a renewal counts before the replica has it, and a
+/// failover ends the lease sooner than its holder counts on.
+#[test]
+fn reverted_d_a_renewal_not_waited_for_gives_two_holders() {
+    let mut config = renewals_and_failover(Failover::Crash);
+    config.fixes.renewals_wait = false;
+    let checker = check("(d) renewal without WAIT", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
 }

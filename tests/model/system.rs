@@ -120,6 +120,9 @@ pub struct Fixes {
     pub grant_waits: bool,
     /// (b) session_revoke.lua's marker; (c) refresh.lua's 'at_least'.
     pub scripts: Scripts,
+    /// (d) With wait_replicas, a renewal counts once WAIT says the replica has
+    /// it (`watchdog.rs` `confirm`). Off: at once, as before that fix.
+    pub renewals_wait: bool,
     /// Proposed: after a failover the watchdog's check (`watchdog.rs` `check`)
     /// also reads the lease's PTTL on the new master and lowers the hold's bound
     /// to it. As implemented (false) it only looks for the token.
@@ -840,6 +843,8 @@ impl System {
                 (Req::Acquire { .. } | Req::Open { .. }, Reply::Handed { .. }) => {
                     cfg.fixes.grant_waits
                 }
+                // With fix (d) reverted, a renewal counts without WAIT.
+                (Req::Refresh { at_least: true, .. }, Reply::Int(1)) => cfg.fixes.renewals_wait,
                 (Req::Refresh { .. } | Req::Save { .. }, Reply::Int(1)) => true,
                 (Req::SavedBefore { .. }, Reply::Found(true)) => true,
                 _ => false,
