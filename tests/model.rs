@@ -427,7 +427,7 @@ fn renewals_and_failover(failover: Failover) -> Config {
             refreshes: 0,
         },
     ];
-    config.horizon = if deep() { 4 } else { 3 };
+    config.horizon = if deep() { 4 } else { 2 };
     config
 }
 
