@@ -4,11 +4,40 @@
 //!
 //! Every step is one action: a tick of the clock, a user call, Redis running one
 //! command (a script is one atomic step), WAIT being acknowledged or running out,
-//! a reply arriving, a link failing, the replica applying one entry, the
-//! failover's steps, and the watchdog's renewals and checks. The checker explores
-//! every interleaving of them.
+//! a reply arriving, a link failing, a command left in the network running late
+//! or being lost, the failover's steps, a client hearing of the switch, and the
+//! watchdog's renewals. The checker explores every interleaving of them. What
+//! the clients do is in `reactions.rs`.
 //!
-//! What the clients' actions do is in `reactions.rs`.
+//! Time, pauses. Leases expire on the server clock (`now`, in ticks). A client
+//! reads the same clock (drift is `hold.rs`'s business) each time it acts, as
+//! the extension reads `Instant::now()`. A pause (GC, SIGSTOP) is a stretch of
+//! ticks in which a client and its watchdog take no step: every schedule has
+//! them, so none is a separate action; what counts is that a paused client's
+//! bounds were timed from before it sent.
+//!
+//! The failover window. With wait_replicas=1 mutual exclusion must hold
+//! throughout. Without it, two holds may overlap from the promotion until each
+//! client heard of the switch and its watchdog checked its hold on the new
+//! master: a hold is outside the window once the current master granted it
+//! (its claim began under the current generation) or was checked to have it.
+//!
+//! Reductions (each keeps every behaviour that could break a property):
+//! - A request thread's command that cannot fail runs when it is sent, and a
+//!   reply that nothing can come between is read when it is made (`send`,
+//!   `read_reply`): its thread does nothing meanwhile, and a client's bounds are
+//!   timed from when it sent, so a later run or read only shrinks them.
+//!   Commands whose link may fail, the watchdog's renewals (which the holder's
+//!   refresh may overtake) and replies sent before a switch wait in the network.
+//! - The replica applies the stream only when someone looks: a WAIT acknowledged
+//!   (up to that write) and the promotion (any prefix of what is left). Nothing
+//!   else reads the replica.
+//! - A client that hears of a switch has its hold checked at once (`Learn`);
+//!   one that learns it otherwise (READONLY, asking the sentinels) is checked by
+//!   a separate `Check`.
+//!
+//! Bounds: `Config` (clients and their calls, the horizon, faults, crashes,
+//! the replica's lag, commands left in the network, one failover).
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
