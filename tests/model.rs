@@ -464,3 +464,20 @@ fn reverted_d_a_renewal_not_waited_for_gives_two_holders() {
     let checker = check("(d) renewal without WAIT", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
 }
+
+/// Deep only (breadth first, it outgrows the machine's memory): links that fail
+/// while a failover happens.
+#[test]
+fn broken_links_across_a_failover_with_wait_replicas() {
+    if !deep() {
+        return;
+    }
+    for failover in [Failover::Planned, Failover::Crash] {
+        let mut config = locks(failover);
+        config.horizon = 2;
+        config.faults = 1;
+        config.faulty = |_| true;
+        let checker = check(&format!("broken links, {failover:?}"), config, None);
+        assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+    }
+}

@@ -663,6 +663,7 @@ impl System {
             ttl: hold.watch.ttl,
             at_least: true,
         };
+        say(|| format!("c{c}'s watchdog sends {}", show(req)));
         self.send(s, c, Link::Watchdog, req);
     }
 
@@ -688,6 +689,8 @@ impl System {
             // count. Too few replicas: not confirmed.
             Outcome::Reply(Reply::Int(1), acks) if !straddled && acks != Some(false) => {
                 renewed(w, now, r);
+                let end = w.end;
+                say(|| format!("c{c}'s watchdog: renewal confirmed, counting until {end}"));
             }
             _ => {
                 if w.counting(now) {

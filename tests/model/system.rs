@@ -741,11 +741,13 @@ impl Model for System {
             Action::Renew(c) => self.renew(&mut s, c),
             Action::Check(c) => self.check(&mut s, c),
             Action::Learn(c) => {
+                say(|| format!("c{c} hears of the switch"));
                 s.client_mut(c).generation = s.redis.generation;
                 self.check(&mut s, c);
             }
             Action::RunOrphan(i) => {
                 let (node, req) = s.orphans.remove(usize::from(i));
+                say(|| format!("{} arrives late, nobody waits for its reply", show(req)));
                 if s.redis.nodes[usize::from(node)].writable {
                     s.execute(cfg, node, req);
                 }
@@ -754,6 +756,7 @@ impl Model for System {
                 s.orphans.remove(usize::from(i));
             }
             Action::Crash(applied) => {
+                say(|| format!("A dies; B, having applied {applied} entries, is promoted"));
                 for _ in 0..applied {
                     s.replicate();
                 }
@@ -765,6 +768,11 @@ impl Model for System {
                 s.redis.phase = Phase::Crashed;
             }
             Action::Promote(applied) => {
+                say(|| {
+                    format!(
+                        "B, having applied {applied} entries, is promoted; A still takes writes"
+                    )
+                });
                 for _ in 0..applied {
                     s.replicate();
                 }
@@ -774,10 +782,12 @@ impl Model for System {
                 s.redis.phase = Phase::Promoted;
             }
             Action::Demote => {
+                say(|| "A is demoted: a replica of B (full sync)".to_string());
                 s.follow();
                 s.redis.phase = Phase::Demoted;
             }
             Action::Restart => {
+                say(|| "A comes back as a replica of B (full sync)".to_string());
                 s.follow();
                 s.redis.phase = Phase::Restarted;
             }
@@ -982,6 +992,14 @@ impl System {
         let Some(h) = &mut s.client_mut(c).hold else {
             return;
         };
+        let node = ["A", "B"][usize::from(generation - 1)];
+        say(|| match owns(lock, h.token) {
+            true => format!("c{c}'s watchdog finds {:?} on {node}: still ours", h.token),
+            false => format!(
+                "c{c}'s watchdog does not find {:?} on {node}: lost",
+                h.token
+            ),
+        });
         if owns(lock, h.token) {
             h.watch.generation = h.watch.generation.max(generation);
             if fix {
