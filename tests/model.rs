@@ -19,12 +19,13 @@
 //!
 //! The default run explores about 10 million states, breadth first (the largest:
 //! the planned failover, 3.7 million; broken links and crashes, 2.0 million), in
-//! about a minute on two cores. `MODEL_DEPTH=deep` raises the horizons (3 ticks
+//! about 30 s on two cores. `MODEL_DEPTH=deep` raises the horizons (3 ticks
 //! instead of 2 for locks and sessions, 4 and 5 for renewals), gives the first
-//! session client two requests, runs the no-WAIT check on both failovers, and
-//! searches depth first (a state is about 1 KB: breadth first would keep its
-//! whole frontier). The counts are the same on every run (no test asserts one:
-//! they change with the model).
+//! session client two requests, runs the no-WAIT check on both failovers, adds
+//! links that fail during a failover, and searches depth first (a state is about
+//! 1 KB: breadth first would keep its whole frontier): some 70 million states,
+//! twenty minutes and more. The counts are the same on every run (no test
+//! asserts one: they change with the model).
 
 #[path = "model/client.rs"]
 mod client;
@@ -42,6 +43,10 @@ use std::time::Instant;
 
 use stateright::{Checker, HasDiscoveries, Model};
 
+use client::Program;
+use redis::{RevokeMarker, Scripts};
+use system::{Config, Failover, Fixes, System};
+
 /// A checker that ran, whichever search it ran.
 trait IntoBox {
     fn into_box(self) -> Box<dyn Checker<System>>;
@@ -52,10 +57,6 @@ impl<C: Checker<System> + 'static> IntoBox for C {
         Box::new(self)
     }
 }
-
-use client::Program;
-use redis::{RevokeMarker, Scripts};
-use system::{Config, Failover, Fixes, System};
 
 const MUTEX: &str = "mutual exclusion";
 const MUTEX_OUTSIDE_WINDOW: &str = "mutual exclusion outside the failover window";
