@@ -688,9 +688,14 @@ impl System {
             // A switch while we waited: what the old master answered does not
             // count. Too few replicas: not confirmed.
             Outcome::Reply(Reply::Int(1), acks) if !straddled && acks != Some(false) => {
-                renewed(w, now, r);
+                let counted = renewed(w, now, r);
                 let end = w.end;
-                say(|| format!("c{c}'s watchdog: renewal confirmed, counting until {end}"));
+                say(|| match counted {
+                    true => format!("c{c}'s watchdog: renewal confirmed, counting until {end}"),
+                    false => {
+                        format!("c{c}'s watchdog: renewal proves nothing, counting until {end}")
+                    }
+                });
             }
             _ => {
                 if w.counting(now) {
@@ -716,20 +721,22 @@ impl System {
 /// `Watch::renewed`: the lease lasts at least `ttl` from when the renewal was
 /// sent, unless a refresh of the holder's is on its way (then no more than that
 /// leaves), or was answered after the renewal was sent (then nothing is proved).
-fn renewed(w: &mut Watch, now: Time, r: Renewal) {
+/// False when it proved nothing.
+fn renewed(w: &mut Watch, now: Time, r: Renewal) -> bool {
     if !w.counting(now) {
-        return;
+        return false;
     }
     w.retry = false;
     let mut bound = r.sent + r.ttl;
     if let Some((at, ttl)) = w.setting {
         bound = bound.min(at + ttl);
     } else if r.stale {
-        return;
+        return false;
     }
     if bound > w.end {
         w.end = bound;
     }
+    true
 }
 
 /// `Hold::refreshed` / `Watch::set`.
