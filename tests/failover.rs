@@ -43,11 +43,15 @@ fn a_switch_is_followed_within_the_bound_and_holds_the_new_master_lacks_are_lost
     // have only the other.
     let mut kept = Lock::new(lease(&dsn, "kept"), SEC * 30);
     let mut gone = Lock::new(lease(&dsn, "gone"), SEC * 30);
+    let mut reader = Lock::new(lease(&dsn, "reader"), SEC * 30);
     assert!(kept.acquire(Duration::ZERO).unwrap());
     assert!(gone.acquire(Duration::ZERO).unwrap());
-    await_until(SEC * 5, "the replica to have both", || {
+    assert!(reader.acquire_read(Duration::ZERO).unwrap());
+    await_until(SEC * 5, "the replica to have them", || {
         let mut r = set.replica.conn();
-        exists(&mut r, "lock:{kept}") && exists(&mut r, "lock:{gone}")
+        exists(&mut r, "lock:{kept}")
+            && exists(&mut r, "lock:{gone}")
+            && exists(&mut r, "lock:{reader}:holders")
     });
     let mut r = set.replica.conn();
     let _: () = redis::cmd("CONFIG")
@@ -57,6 +61,25 @@ fn a_switch_is_followed_within_the_bound_and_holds_the_new_master_lacks_are_lost
         .query(&mut r)
         .unwrap();
     let _: i64 = redis::cmd("DEL").arg("lock:{gone}").query(&mut r).unwrap();
+    // And it keeps the other two for less than their holders count on (as if an
+    // extension had not reached it): after the switch they count on no more than
+    // the new master keeps.
+    let _: i64 = redis::cmd("PEXPIRE")
+        .arg("lock:{kept}")
+        .arg(15_000)
+        .query(&mut r)
+        .unwrap();
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut r).unwrap();
+    let token = reader.hold().unwrap().token.as_str().to_string();
+    let _: i64 = redis::cmd("ZADD")
+        .arg("lock:{reader}:holders")
+        .arg(secs * 1000 + micros / 1000 + 15_000)
+        .arg(&token)
+        .query(&mut r)
+        .unwrap();
+    for l in [&kept, &reader] {
+        assert!(l.hold().unwrap().safe_until() > Instant::now() + SEC * 25);
+    }
     await_until(SEC * 10, "the watchdog to subscribe", || {
         watchdog::subscribed(&ep)
     });
@@ -89,6 +112,16 @@ fn a_switch_is_followed_within_the_bound_and_holds_the_new_master_lacks_are_lost
         kept.hold().is_some(),
         "a hold the new master has stays held"
     );
+    await_until(SEC, "the reader's hold to be checked", || {
+        reader.hold().unwrap().safe_until() < Instant::now() + SEC * 15
+    });
+    for (what, l) in [("alone", &kept), ("shared", &reader)] {
+        let left = l.hold().unwrap().safe_until() - Instant::now();
+        assert!(
+            left < SEC * 15 && left > SEC * 5,
+            "{what}: counted on for {left:?} more, the new master keeps it < 15 s"
+        );
+    }
     // New work goes to the new master at once: the old one is still a master
     // for a while, and must not be written to.
     let start = Instant::now();
@@ -105,6 +138,7 @@ fn a_switch_is_followed_within_the_bound_and_holds_the_new_master_lacks_are_lost
     );
     assert!(kept.release().unwrap());
     assert!(!gone.release().unwrap());
+    assert!(reader.release().unwrap());
     assert!(third.release().unwrap());
 }
 

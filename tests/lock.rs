@@ -16,9 +16,15 @@ use support::{await_until, exists, lock_lease as lease, pttl, RedisServer};
 
 /// An acquire that Redis did not answer in time, whose script then ran: Redis
 /// holds the lock for a token only the lock object knows. Returns the object and
-/// when its acquire was sent.
-fn unresolved_acquire(server: &RedisServer, name: &str, ttl: Duration) -> (Lock, Instant) {
-    let mut lock = Lock::new(lease(server, "?read_timeout=0.2", name), ttl);
+/// when its acquire was sent. `read_timeout`: in seconds, as in a DSN.
+fn unresolved_acquire(
+    server: &RedisServer,
+    name: &str,
+    ttl: Duration,
+    read_timeout: &str,
+) -> (Lock, Instant) {
+    let query = format!("?read_timeout={read_timeout}");
+    let mut lock = Lock::new(lease(server, &query, name), ttl);
     // Warm up: the pooled connection made, the scripts loaded, so that what the
     // stop hits is the acquire script itself.
     assert!(lock.acquire(Duration::ZERO).unwrap());
@@ -40,7 +46,7 @@ fn unresolved_acquire(server: &RedisServer, name: &str, ttl: Duration) -> (Lock,
 fn acquire_extends_an_adopted_lease_to_the_full_ttl() {
     let server = RedisServer::start();
     let ttl = Duration::from_millis(1500);
-    let (mut lock, _) = unresolved_acquire(&server, "adopt", ttl);
+    let (mut lock, _) = unresolved_acquire(&server, "adopt", ttl, "0.2");
     // Let most of the adopted lease run out before asking again.
     await_until(Duration::from_secs(5), "the lease to run low", || {
         pttl(&server, "lock:{adopt}") < 600
@@ -57,9 +63,47 @@ fn acquire_extends_an_adopted_lease_to_the_full_ttl() {
 }
 
 #[test]
+fn an_adopted_lease_the_replicas_never_get_is_neither_granted_nor_left_held() {
+    // The acquire's reply was lost, so its WAIT never ran; the next call adopts
+    // the lease and WAITs for it on its own. With no replica to answer, that
+    // falls short: the call fails, and the lease is given back rather than kept
+    // (by this object, or by Redis until its ttl).
+    let server = RedisServer::start();
+    let name = "adopt-unreplicated";
+    let key = format!("lock:{{{name}}}");
+    let mut lock = Lock::new(
+        lease(
+            &server,
+            "?read_timeout=0.2&wait_replicas=1&wait_timeout=50",
+            name,
+        ),
+        Duration::from_secs(30),
+    );
+    // The pooled connection made and the scripts loaded (no grant: it would WAIT).
+    assert!(!lock.held().unwrap());
+    let mut warm = Lock::new(lease(&server, "", name), Duration::from_secs(1));
+    assert!(warm.acquire(Duration::ZERO).unwrap());
+    assert!(warm.release().unwrap());
+    server.signal("STOP");
+    let err = lock.acquire(Duration::ZERO).unwrap_err();
+    server.signal("CONT");
+    assert!(matches!(err, Error::Unresolved { .. }), "{err:?}");
+    let mut raw = server.conn();
+    await_until(Duration::from_secs(5), "the late acquire to run", || {
+        exists(&mut raw, &key)
+    });
+    let err = lock.acquire(Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains("wait_replicas"), "{err}");
+    assert!(lock.hold().is_none(), "not counted on");
+    assert!(!exists(&mut raw, &key), "and not left held in Redis");
+}
+
+#[test]
 fn an_adopted_lease_counts_from_before_the_question() {
     let server = RedisServer::start();
-    let (mut lock, _) = unresolved_acquire(&server, "since", Duration::from_secs(2));
+    // A read timeout well past the delay injected below, however late the
+    // thread that ends it runs.
+    let (mut lock, _) = unresolved_acquire(&server, "since", Duration::from_secs(2), "1");
     // Redis answers the question (resolve) 150 ms late: it measured the lease's
     // time left somewhere in between, so the lease surely lasts until the moment
     // of the question plus that time, not until the answer plus that time.

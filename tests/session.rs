@@ -468,22 +468,49 @@ fn a_revocation_run_twice_revokes_only_once() {
         Some("waiter:0"),
         "the waiter it was handed to keeps it"
     );
-    // With nobody waiting, a revocation leaves no marker behind.
+    // With nobody waiting it leaves its marker too: a request that opens the
+    // session and saves between the two runs keeps its lease and its write (the
+    // model found this one: tests/model.rs, the revocation tests).
     let _: () = redis::cmd("SET")
         .arg(lock)
         .arg("other:0")
         .query(&mut c)
         .unwrap();
     let lonely = format!("{lock}:revoked:second");
-    let n: i64 = SESSION_REVOKE
-        .key(data)
-        .key(lock)
-        .key(&waiters)
-        .key(&terms)
-        .key(&lonely)
-        .arg(5000)
-        .invoke(&mut c)
+    let run = |c: &mut redis::Connection| -> i64 {
+        SESSION_REVOKE
+            .key(data)
+            .key(lock)
+            .key(&waiters)
+            .key(&terms)
+            .key(&lonely)
+            .arg(5000)
+            .invoke(c)
+            .unwrap()
+    };
+    let _: () = redis::cmd("DEL")
+        .arg(&waiters)
+        .arg(&terms)
+        .query(&mut c)
         .unwrap();
-    assert_eq!(n, 1);
-    assert!(!exists(&mut c, lock) && !exists(&mut c, &lonely));
+    assert_eq!(run(&mut c), 1);
+    assert!(!exists(&mut c, lock), "revoked");
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg(lock)
+        .arg("next:0")
+        .arg("PX")
+        .arg(30_000)
+        .cmd("SET")
+        .arg(data)
+        .arg("saved|i:2;")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(run(&mut c), 2, "the second run knows the first ran");
+    assert_eq!(get(&server, lock).as_deref(), Some("next:0"), "lease kept");
+    assert_eq!(
+        get(&server, data).as_deref(),
+        Some("saved|i:2;"),
+        "the write saved since is kept"
+    );
 }

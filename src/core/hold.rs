@@ -308,6 +308,12 @@ impl Watch {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// Counts on the lease no later than `bound` (what a new master says is left
+    /// of it): never raises what was counted on.
+    pub(crate) fn cap(&self, bound: Instant) {
+        self.end.fetch_min(since_epoch(bound), Ordering::AcqRel);
+    }
+
     /// Found on the master of generation `generation` (after a failover).
     pub(crate) fn checked(&self, generation: u64) {
         self.generation.fetch_max(generation, Ordering::AcqRel);

@@ -192,9 +192,17 @@ impl Lock {
                 let mut hold = Hold::found(token, fence, self.ttl, asked, left);
                 hold.shared = shared;
                 self.set_hold(Some(hold), generation);
-                // With wait_replicas: the acquire's WAIT never ran.
+                // With wait_replicas: the acquire's WAIT never ran. Short of it,
+                // the hold is not granted (as a claim whose WAIT falls short), and
+                // not left in Redis either.
                 if self.lease.endpoint.wait.is_some() {
-                    self.refresh(self.ttl)?;
+                    if let Err(e) = self.refresh(self.ttl) {
+                        if let Some(hold) = self.hold.clone() {
+                            self.lease.release_or_defer(&hold, false, false);
+                            self.set_hold(None, 0);
+                        }
+                        return Err(e);
+                    }
                 }
             }
         }

@@ -35,7 +35,7 @@ use redis::{Cmd, Value};
 
 use crate::core::dsn::{Addr, Endpoint, Identity, Topology, Wait};
 pub use crate::core::hold::Kind;
-use crate::core::hold::{millis, Hold, Watch};
+use crate::core::hold::{self, millis, Hold, Watch};
 use crate::core::metrics::{self, Counter};
 use crate::core::pid::PerProcess;
 use crate::core::pool;
@@ -684,20 +684,28 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
         }
     }
     let conn = link.as_mut().expect("just opened");
-    let cmds: Vec<Cmd> = group
-        .iter()
-        .map(|w| {
-            if w.shared {
-                let mut c = redis::cmd("ZSCORE");
-                c.arg(&w.holders).arg(w.token.as_str());
-                c
-            } else {
-                let mut c = redis::cmd("GET");
-                c.arg(&w.key);
-                c
-            }
-        })
-        .collect();
+    // Whether the hold is there, and until when, read atomically (MULTI): the new
+    // master keeps the lease only as long as it last heard of it, which may be
+    // short of an extension the old master never passed on; read apart, the
+    // expiry could be the next holder's.
+    let mut cmds: Vec<Cmd> = Vec::with_capacity(group.len() * 4);
+    for w in group {
+        cmds.push(redis::cmd("MULTI"));
+        if w.shared {
+            cmds.push(
+                redis::cmd("ZSCORE")
+                    .arg(&w.holders)
+                    .arg(w.token.as_str())
+                    .clone(),
+            );
+            cmds.push(redis::cmd("TIME"));
+        } else {
+            cmds.push(redis::cmd("GET").arg(&w.key).clone());
+            cmds.push(redis::cmd("PTTL").arg(&w.key).clone());
+        }
+        cmds.push(redis::cmd("EXEC"));
+    }
+    let sent = Instant::now();
     let replies = conn
         .set_read_timeout(ep.timeouts.read)
         .and_then(|_| conn.pipeline(cmds));
@@ -711,23 +719,47 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
         .as_ref()
         .and_then(|l| l.master.as_ref())
         .map_or(generation, |m| m.generation);
-    for (w, reply) in group.iter().zip(replies) {
-        let ours = match &reply {
-            // A shared hold's score (when its lease ends).
-            Value::BulkString(_) | Value::Double(_) if w.shared => true,
-            Value::BulkString(v) => {
-                v.len() > w.token.as_str().len()
-                    && v.starts_with(w.token.as_str().as_bytes())
-                    && v[w.token.as_str().len()] == b':'
+    for (w, reply) in group.iter().zip(replies.chunks(4).filter_map(|r| r.get(3))) {
+        let Value::Array(pair) = reply else {
+            continue;
+        };
+        let left = match (pair.first(), pair.get(1)) {
+            (Some(Value::Nil), _) => None,
+            // A shared hold: its score is when its lease ends, on the server's clock.
+            (Some(end), Some(Value::Array(time))) if w.shared => {
+                match (redis::from_redis_value::<f64>(end.clone()), &time[..]) {
+                    (Ok(end), [secs, micros]) => {
+                        let secs: u64 = redis::from_redis_value(secs.clone()).unwrap_or_default();
+                        let micros: u64 =
+                            redis::from_redis_value(micros.clone()).unwrap_or_default();
+                        let now = secs as f64 * 1000.0 + micros as f64 / 1000.0;
+                        Some(Duration::from_secs_f64(((end - now) / 1000.0).max(0.0)))
+                    }
+                    _ => continue,
+                }
             }
-            Value::Nil => false,
+            (Some(Value::BulkString(v)), Some(Value::Int(pttl))) if !w.shared => {
+                let token = w.token.as_str().as_bytes();
+                if v.len() > token.len() && v.starts_with(token) && v[token.len()] == b':' {
+                    // -1: no expiry (never set by us); nothing to lower then.
+                    Some(u64::try_from(*pttl).map_or(Duration::MAX, Duration::from_millis))
+                } else {
+                    None
+                }
+            }
             _ => continue,
         };
-        if ours {
-            w.checked(at);
-        } else {
-            metrics::incr(Counter::FailoverLost);
-            w.lose();
+        match left {
+            Some(left) => {
+                if left != Duration::MAX {
+                    w.cap(hold::lease_end(sent, left));
+                }
+                w.checked(at);
+            }
+            None => {
+                metrics::incr(Counter::FailoverLost);
+                w.lose();
+            }
         }
     }
 }

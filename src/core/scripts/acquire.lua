@@ -1,3 +1,5 @@
+-- Model: tests/model/redis.rs, Script::acquire (one atomic step; the lock alone:
+-- shared holds and permits are not modelled).
 -- Take a lock (alone, or shared with other readers) or a semaphore permit if it
 -- is free and nobody queues before us; otherwise queue for it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,

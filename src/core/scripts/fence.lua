@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::fence (one atomic step).
 -- The fencing token of our lease, assigned on the first request: an uncontended
 -- acquire leaves it empty (see acquire.lua). Strictly increasing in the order of
 -- holds all the same: only the holder can ask, so assignments follow the holds.

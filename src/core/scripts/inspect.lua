@@ -1,3 +1,4 @@
+-- Model: none (it changes nothing, and no client decision in tests/model depends on it).
 -- Tell what our token holds, without changing anything.
 -- KEYS[1] lock, KEYS[2] shared holds
 -- ARGV[1] token

@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, the methods of `Script` named after these functions.
 -- Shared by the lease scripts: scripts.rs puts this in front of each one when it
 -- is loaded (EVALSHA scripts cannot call each other).
 --

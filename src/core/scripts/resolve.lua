@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::resolve (one atomic step).
 -- Settle an attempt whose reply was lost, or a waiter that gives up: if its token
 -- holds the lock (alone or shared), it is ours; if not, the token leaves the queue
 -- and is voided, so that the attempt, should it still reach Redis (it may sit in a

@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::session_open (one atomic step).
 -- Lock a session and read its data in one round trip, or queue for its lock.
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] void
 -- marker of this token

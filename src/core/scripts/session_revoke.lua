@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::session_revoke (one atomic step).
 -- Destroy a session that this request does not hold: delete its data and revoke
 -- whatever lease another request holds on it, so that request can no longer write
 -- it back (its save is refused as a lost lease). A logout must take effect even
@@ -6,13 +7,16 @@
 -- revocation's marker
 -- ARGV[1] how long the marker lasts, in ms
 -- Returns 1 when revoked now, 2 when this revocation's own earlier run did it.
--- A revocation sent again (its reply was lost) must not revoke the lease the
--- first run handed to the next waiter: then (only) a marker says it ran.
+-- A revocation sent again (its reply was lost) must act neither on a lease taken
+-- since (the first run may have handed it on) nor on data saved since: every run
+-- leaves its marker, set after the DEL so that under maxmemory (a script that has
+-- written runs to its end) it is never the write refused.
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return 2
 end
 redis.call('DEL', KEYS[1])
-if redis.call('DEL', KEYS[2]) == 1 and hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil) then
-  redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
+redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
+if redis.call('DEL', KEYS[2]) == 1 then
+  hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil)
 end
 return 1

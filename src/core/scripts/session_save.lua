@@ -1,3 +1,4 @@
+-- Model: tests/model/redis.rs, Script::session_save ('write') and Script::release ('unlock', sessions).
 -- Save a session and unlock it, only while our lease still holds the lock; the
 -- lock (with the data just saved) goes to the next waiting request, if any.
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] (Redis

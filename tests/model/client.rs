@@ -1,0 +1,334 @@
+//! A PHP worker as the model sees it: what its request thread is doing (a
+//! `DistributedLock`, a session request, or a logout), the command each of its
+//! two links has in flight (the request's, the watchdog's), and the hold it
+//! counts on.
+//!
+//! The reactions to replies and failures are `src/core/lease.rs` (the claim
+//! loop), `lock.rs` (settling an unresolved acquire), `session.rs` (save, its
+//! retry and `saved_before`, revoke), `hold.rs` and `watchdog.rs` (the bound a
+//! holder counts on, renewals, the check after a failover), in the same order of
+//! cases.
+
+use crate::redis::{Data, Reply, Time, Token};
+use crate::slots::Slots;
+
+/// What a client's user code does, and how often.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// `DistributedLock`: acquire (with a wait), hold, maybe refresh and ask for
+    /// the fencing token, release.
+    Lock { acquires: u8, refreshes: u8 },
+    /// A locking session request: open (lock and read), write (save and unlock).
+    Session { opens: u8 },
+    /// A logout of a session another request holds (`SessionStore::delete`).
+    Revoker { revokes: u8 },
+}
+
+/// Which of a client's two connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Link {
+    /// The request thread's.
+    Request,
+    /// The watchdog thread's (renewals).
+    Watchdog,
+}
+
+/// The commands a link sends: each is one script (or command) and, with
+/// `wait_replicas`, the WAIT after it on the same link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Req {
+    /// acquire.lua, then `Lease::replicate_claim`.
+    Acquire { token: Token, wait: Time },
+    /// session_open.lua, then `Lease::replicate_claim`.
+    Open { token: Token, wait: Time },
+    /// BLPOP on our wake-up list (`Lease::wait_for_handoff`).
+    Blpop { token: Token },
+    /// resolve.lua.
+    Resolve { token: Token },
+    /// refresh.lua (and WAIT): the holder's refresh and a grant's replication
+    /// set the expiry; the watchdog's renewals are `at_least`.
+    Refresh {
+        token: Token,
+        ttl: Time,
+        at_least: bool,
+    },
+    /// fence.lua.
+    Fence { token: Token },
+    /// release.lua, or session_save.lua 'unlock'. Its WAIT is left out: a
+    /// release's shortfall is counted, never reported, so it changes nothing.
+    Release { token: Token },
+    /// session_save.lua 'write' (and WAIT).
+    Save { token: Token, data: Data },
+    /// session.rs `saved_before` for a write (and WAIT).
+    SavedBefore { data: Data },
+    /// session_revoke.lua (no WAIT: `SessionStore::revoke` asks for none).
+    Revoke { nonce: u8 },
+    /// `Lease::abandon` left to later (`pending`, `give_up`): resolve.lua, and
+    /// release.lua when the token holds the lease. Only ever an orphan.
+    Abandon { token: Token },
+}
+
+/// Only fills the unused slots of a `Slots`.
+impl Default for Req {
+    fn default() -> Self {
+        Req::Release {
+            token: Token::default(),
+        }
+    }
+}
+
+/// A command in the network that nobody waits for any more.
+pub type Orphans = Slots<(u8, Req), 2>;
+
+/// Where a command is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// On its way, or in Redis's socket buffer.
+    Sent,
+    /// The script ran; its WAIT waits for the replica to apply `behind` more
+    /// entries of the replication stream (`None`: nothing replicates them).
+    Waiting { reply: Reply, behind: Option<u8> },
+    /// The reply is on its way; `acks`: what WAIT said, if one was asked for.
+    Answered { reply: Reply, acks: Option<bool> },
+}
+
+/// A command on a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Call {
+    pub req: Req,
+    /// The node it was sent to: the master of the generation the client knew.
+    pub node: u8,
+    /// That generation: a reply that arrives after the client learned of a
+    /// switch is a broken link (`Lease::call`, `conn.outdated`).
+    pub generation: u8,
+    pub stage: Stage,
+}
+
+/// How a command ended for the client (`lease.rs` `Failure`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The reply, and whether WAIT saw enough replicas (`None`: not asked).
+    Reply(Reply, Option<bool>),
+    /// The link broke after sending: the command may have run.
+    Broken,
+    /// No reply in time: the command may have run, or may still run.
+    TimedOut,
+}
+
+/// `hold.rs` `Watch` states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WatchState {
+    Watching,
+    /// Redis said it is not ours (or the new master does not have it).
+    Lost,
+    /// No renewal was confirmed before the lease would have ended.
+    Expired,
+    /// Its holder let go.
+    Stopped,
+}
+
+/// `hold.rs` `Watch`: the bound a holder counts on, shared with the watchdog.
+/// Every hold has one: on a Sentinel service the watchdog checks each hold after
+/// a failover, renewed or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Watch {
+    /// `safe_until`: until then nobody else can have the lease (drift is taken
+    /// as zero: `hold.rs` `drift` covers the clocks' difference, outside the
+    /// model).
+    pub end: Time,
+    pub state: WatchState,
+    /// What renewals extend the lease to.
+    pub ttl: Time,
+    pub renew: bool,
+    /// The holder's refresh on its way: sent when, for how long.
+    pub setting: Option<(Time, Time)>,
+    /// The generation of the master the hold is known to be on.
+    pub generation: u8,
+    /// The last renewal failed: the next one is due at once.
+    pub retry: bool,
+}
+
+impl Watch {
+    pub fn counting(&self, now: Time) -> bool {
+        self.state == WatchState::Watching && now < self.end
+    }
+}
+
+/// How a hold was had (for the `sometimes` properties and the traces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Via {
+    /// acquire.lua / session_open.lua took it (status 1).
+    Took,
+    /// Found handed to us by a later attempt (status 2).
+    Found,
+    /// Popped from our wake-up list.
+    Woken,
+    /// resolve.lua said it is ours after a broken link.
+    Adopted,
+    /// `Lock::settle` found an unresolved acquire's token holding it.
+    Settled,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Hold {
+    pub token: Token,
+    /// 0 until assigned.
+    pub fence: u16,
+    pub watch: Watch,
+    pub via: Via,
+    /// Its fence was counted in the fence history already.
+    pub fence_noted: bool,
+}
+
+/// The watchdog's renewal on its way (`watchdog.rs` `renew_on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Renewal {
+    pub sent: Time,
+    pub ttl: Time,
+    /// The holder's refresh was answered since it was sent: it may have run
+    /// before that refresh, and proves nothing beyond it (`Watch::renewed`'s
+    /// `sent < set_at`).
+    pub stale: bool,
+}
+
+/// `Lease::claim`'s loop variables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Claim {
+    pub token: Token,
+    /// The Sentinel generation when the claim began.
+    pub generation: u8,
+    pub deadline: Time,
+    pub retried: bool,
+    pub busy_since: Option<Time>,
+    /// When the current attempt was sent.
+    pub sent: Time,
+    pub step: Step,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// acquire.lua / session_open.lua on its way.
+    Attempt,
+    /// BLPOP on our wake-up list.
+    Nap,
+    /// resolve.lua after a broken link (`second`: its `call_idempotent` retry).
+    Resolve { second: bool },
+    /// `Lease::replicate_grant`: the lease handed to us or adopted, extended on
+    /// our own link and WAITed for; then it is ours from `since`.
+    Grant {
+        since: Time,
+        fence: u16,
+        data: Option<Data>,
+        via: Via,
+    },
+}
+
+/// What the request thread is doing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Pc {
+    #[default]
+    Idle,
+    /// Inside `Lease::claim` (an acquire, or a session open).
+    Claim(Claim),
+    /// `Lock::settle`: resolve.lua for an acquire left unresolved, asked at
+    /// `asked` under generation `generation`.
+    Settling {
+        asked: Time,
+        generation: u8,
+        second: bool,
+    },
+    /// The user holds the lock, or the session is open.
+    Held,
+    /// `Lease::refresh`; `renew_held`: inside `Lock::acquire`, whose result it is.
+    Refreshing {
+        sent: Time,
+        ttl: Time,
+        second: bool,
+        renew_held: bool,
+    },
+    Fencing {
+        second: bool,
+    },
+    Releasing {
+        second: bool,
+    },
+    /// `SessionStore::save` of `data`, begun under `generation`.
+    Saving {
+        data: Data,
+        generation: u8,
+        second: bool,
+    },
+    /// `saved_before` after a second run found the lock gone.
+    Confirming {
+        data: Data,
+    },
+    Revoking {
+        nonce: u8,
+        second: bool,
+    },
+    Crashed,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Client {
+    /// The Sentinel generation this process knows.
+    pub generation: u8,
+    pub pc: Pc,
+    /// The request thread's command in flight.
+    pub link: Option<Call>,
+    /// The watchdog's renewal in flight.
+    pub dog: Option<Call>,
+    pub renewal: Option<Renewal>,
+    pub hold: Option<Hold>,
+    /// `Lock::unresolved`: an acquire whose outcome Redis did not confirm.
+    pub unresolved: Option<Token>,
+    /// Tokens generated so far (the next one's number).
+    pub tokens: u8,
+    /// User operations begun (acquires, opens, revocations).
+    pub ops: u8,
+    pub refreshes: u8,
+    /// The session data this request read when it opened the session.
+    pub read: Option<Data>,
+}
+
+impl Client {
+    pub fn new() -> Client {
+        Client {
+            generation: 1,
+            pc: Pc::Idle,
+            link: None,
+            dog: None,
+            renewal: None,
+            hold: None,
+            unresolved: None,
+            tokens: 0,
+            ops: 0,
+            refreshes: 0,
+            read: None,
+        }
+    }
+
+    /// The user is inside its critical section, counting on its hold: the lock
+    /// is held (or a call that keeps it is under way) and the hold's bound is
+    /// still ahead by the client's clock.
+    pub fn counts_on_hold(&self, now: Time) -> bool {
+        matches!(
+            self.pc,
+            Pc::Held | Pc::Refreshing { .. } | Pc::Fencing { .. }
+        ) && self.hold.is_some_and(|h| h.watch.counting(now))
+    }
+
+    pub fn call(&self, link: Link) -> Option<&Call> {
+        match link {
+            Link::Request => self.link.as_ref(),
+            Link::Watchdog => self.dog.as_ref(),
+        }
+    }
+
+    pub fn call_mut(&mut self, link: Link) -> &mut Option<Call> {
+        match link {
+            Link::Request => &mut self.link,
+            Link::Watchdog => &mut self.dog,
+        }
+    }
+}

@@ -1,0 +1,1014 @@
+//! The whole system as one stateright `Model`: a master and a replica behind
+//! Sentinel, the replication stream between them, a failover, the network
+//! between the clients and Redis, the clock, and the clients.
+//!
+//! Every step is one action: a tick of the clock, a user call, Redis running one
+//! command (a script is one atomic step), WAIT being acknowledged or running out,
+//! a reply arriving, a link failing, a command left in the network running late
+//! or being lost, the failover's steps, a client hearing of the switch, and the
+//! watchdog's renewals. The checker explores every interleaving of them. What
+//! the clients do is in `reactions.rs`.
+//!
+//! Time, pauses. Leases expire on the server clock (`now`, in ticks). A client
+//! reads the same clock (drift is `hold.rs`'s business) each time it acts, as
+//! the extension reads `Instant::now()`. A pause (GC, SIGSTOP) is a stretch of
+//! ticks in which a client and its watchdog take no step: every schedule has
+//! them, so none is a separate action; what counts is that a paused client's
+//! bounds were timed from before it sent.
+//!
+//! The failover window. With wait_replicas=1 mutual exclusion must hold
+//! throughout. Without it, two holds may overlap from the promotion until each
+//! client heard of the switch and its watchdog checked its hold on the new
+//! master: a hold is outside the window once the current master granted it
+//! (its claim began under the current generation) or was checked to have it.
+//!
+//! Reductions (each keeps every behaviour that could break a property):
+//! - A request thread's command that cannot fail runs when it is sent, and a
+//!   reply that nothing can come between is read when it is made (`send`,
+//!   `read_reply`): its thread does nothing meanwhile, and a client's bounds are
+//!   timed from when it sent, so a later run or read only shrinks them.
+//!   Commands whose link may fail, the watchdog's renewals (which the holder's
+//!   refresh may overtake) and replies sent before a switch wait in the network.
+//! - The replica applies the stream only when someone looks: a WAIT acknowledged
+//!   (up to that write) and the promotion (any prefix of what is left). Nothing
+//!   else reads the replica.
+//! - A client that hears of a switch has its hold checked at once (`Learn`);
+//!   one that learns it otherwise (READONLY, asking the sentinels) is checked by
+//!   a separate `Check`.
+//!
+//! Bounds: `Config` (clients and their calls, the horizon, faults, crashes,
+//! the replica's lag, commands left in the network, one failover).
+
+use std::cell::RefCell;
+use std::fmt::Write as _;
+
+use stateright::{Model, Property};
+
+use crate::client::{Call, Client, Link, Orphans, Outcome, Pc, Program, Req, Stage, WatchState};
+use crate::redis::{owns, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
+use crate::slots::Slots;
+
+thread_local! {
+    static NARRATION: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Notes what a step does, while a trace is being printed (never while
+/// checking: `line` is not even called then).
+pub fn say(line: impl FnOnce() -> String) {
+    NARRATION.with(|n| {
+        if let Some(lines) = n.borrow_mut().as_mut() {
+            lines.push(line());
+        }
+    });
+}
+
+/// Runs `f`, and returns what it said.
+pub fn narrated<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+    NARRATION.with(|n| *n.borrow_mut() = Some(Vec::new()));
+    let out = f();
+    let lines = NARRATION
+        .with(|n| n.borrow_mut().take())
+        .unwrap_or_default();
+    (out, lines)
+}
+
+/// A command as the trace shows it.
+pub fn show(req: Req) -> String {
+    match req {
+        Req::Acquire { token, wait } => format!("acquire.lua({token:?}, wait {wait})"),
+        Req::Open { token, wait } => format!("session_open.lua({token:?}, wait {wait})"),
+        Req::Blpop { token } => format!("BLPOP wake:{token:?}"),
+        Req::Resolve { token } => format!("resolve.lua({token:?})"),
+        Req::Refresh {
+            token,
+            ttl,
+            at_least: true,
+        } => format!("refresh.lua({token:?}, {ttl}, at_least)"),
+        Req::Refresh { token, ttl, .. } => format!("refresh.lua({token:?}, {ttl})"),
+        Req::Fence { token } => format!("fence.lua({token:?})"),
+        Req::Release { token } => format!("release.lua({token:?})"),
+        Req::Save { token, data } => format!("session_save.lua({token:?}, write {data:?})"),
+        Req::SavedBefore { data } => format!("GET data == {data:?}? (saved_before)"),
+        Req::Revoke { nonce } => format!("session_revoke.lua(nonce {nonce})"),
+        Req::Abandon { token } => format!("resolve.lua + release.lua({token:?}) (abandon)"),
+    }
+}
+
+/// What a run of the model may do.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub clients: Vec<Program>,
+    /// The lease ttl of every acquire and open.
+    pub ttl: Time,
+    /// The ttls a holder's `refresh()` may ask for.
+    pub refresh_ttls: Vec<Time>,
+    /// How long an acquire or open waits for the lock.
+    pub wait: Time,
+    /// The clock stops here.
+    pub horizon: Time,
+    /// `wait_replicas=1`.
+    pub wait_replicas: bool,
+    /// The failovers that may happen (at most one per run).
+    pub failovers: Vec<Failover>,
+    /// Links that may fail (replies lost, commands left in the network).
+    pub faults: u8,
+    /// The commands whose links may fail.
+    pub faulty: fn(Req) -> bool,
+    /// Clients that may crash.
+    pub crashes: u8,
+    /// How far the replica may lag behind, in entries of the stream.
+    pub max_lag: u8,
+    /// How many commands may be in the network with nobody waiting for them.
+    pub max_orphans: u8,
+    /// The watchdog renews every hold (`autoRenew`, `lock_renew`).
+    pub renew: bool,
+    /// The lock holder may ask for its fencing token (fence.lua).
+    pub fence_ops: bool,
+    pub fixes: Fixes,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failover {
+    /// The master dies; the replica is promoted; the old master may come back
+    /// as the new one's replica.
+    Crash,
+    /// `SENTINEL FAILOVER`: the replica is promoted while the old master keeps
+    /// taking writes from the clients that have not learned of the switch, until
+    /// the sentinels demote it.
+    Planned,
+}
+
+/// The fixes the tests revert, one at a time (`true`/`at_least`/`Always`: fixed).
+#[derive(Clone, Copy, Debug)]
+pub struct Fixes {
+    /// (a) A lock handed to a waiter is WAITed for by the waiter, whether it
+    /// finds it handed (status 2: `Lease::replicate_claim`) or pops it from its
+    /// wake-up list (`replicate_grant`). Off: only a direct acquire (status 1)
+    /// WAITs, as before the fix. (The same fix made a lease adopted after a
+    /// broken link WAIT too; that part stays.)
+    pub grant_waits: bool,
+    /// (b) session_revoke.lua's marker; (c) refresh.lua's 'at_least'.
+    pub scripts: Scripts,
+    /// (d) With wait_replicas, a renewal counts once WAIT says the replica has
+    /// it (`watchdog.rs` `confirm`). Off: at once, as before that fix.
+    pub renewals_wait: bool,
+    /// (e) After a failover the watchdog's check (`watchdog.rs` `check`) also
+    /// reads the lease's PTTL on the new master (atomically with the token) and
+    /// lowers the hold's bound to it. Off: it only looks for the token, as
+    /// before that fix.
+    pub check_reads_pttl: bool,
+}
+
+/// Where the failover is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Node 0 is the master, node 1 its replica.
+    Steady,
+    /// Node 0 died; node 1 is the master, without a replica.
+    Crashed,
+    /// Node 0 is back, as node 1's replica (after a full sync).
+    Restarted,
+    /// Node 1 is the master; node 0 still takes writes from whoever sends them.
+    Promoted,
+    /// Node 0 is node 1's replica (after a full sync).
+    Demoted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    pub store: Store,
+    pub up: bool,
+    /// A master (or an old master nobody told yet); a replica answers READONLY.
+    pub writable: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cluster {
+    pub nodes: [Node; 2],
+    /// The sentinels' generation: 1 while node 0 is the master, 2 after the switch.
+    pub generation: u8,
+    /// The replication stream: what the master wrote that its replica has not
+    /// applied yet, oldest first (each entry the keys after one write: scripts
+    /// replicate as their effects, expiries as absolute times).
+    pub stream: Slots<Store, 3>,
+    /// The node that follows the master, if any.
+    pub replica: Option<u8>,
+    /// The server clock in microseconds (see `redis::MICROS_PER_TICK`).
+    pub micros: u16,
+    pub phase: Phase,
+}
+
+impl Cluster {
+    pub fn master(&self) -> u8 {
+        self.generation - 1
+    }
+}
+
+/// Facts about the run that the properties need and Redis does not keep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Ghost {
+    /// The last fencing token a client got while counting on its hold.
+    pub last_fence: u16,
+    pub fence_regressed: bool,
+    /// The same, for holds outside the failover window only.
+    pub last_fence_outside_window: u16,
+    pub fence_regressed_outside_window: bool,
+    /// Session writes reported saved (bits: write ids).
+    pub acked: u16,
+    /// Session writes deleted by the first run of a revocation (a logout that
+    /// took effect then).
+    pub deleted: u16,
+    /// Each revocation that ran: its nonce, and the token its first run handed
+    /// the lock to.
+    pub revokes: Slots<(u8, Option<Token>), 2>,
+    /// A revocation's second run revoked the lease its first run handed on.
+    pub revoked_own_handoff: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    pub now: Time,
+    pub redis: Cluster,
+    pub clients: Slots<Client, 3>,
+    /// Commands in the network that nobody waits for any more: a link broke
+    /// before they reached Redis, or a call was left to run by itself.
+    pub orphans: Orphans,
+    pub faults: u8,
+    pub crashes: u8,
+    pub ghost: Ghost,
+}
+
+/// A user call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Acquire,
+    Refresh(Time),
+    Fence,
+    Release,
+    Open,
+    Write,
+    Revoke,
+    Crash,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    Broken,
+    TimedOut,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    Tick,
+    User(u8, Op),
+    /// Redis runs the command on this link (a script: atomically).
+    Run(u8, Link),
+    /// WAIT returns: the replica has it.
+    Ack(u8, Link),
+    /// WAIT runs out with too few replicas.
+    Shortfall(u8, Link),
+    /// The reply reaches the client.
+    Receive(u8, Link),
+    /// The link fails: a reply lost, or a command left in the network.
+    Break(u8, Link, Fault),
+    /// BLPOP's nap ends with nothing popped.
+    NapEnds(u8),
+    /// The watchdog sends a renewal.
+    Renew(u8),
+    /// The watchdog looks for the hold on the new master (after a switch).
+    Check(u8),
+    /// The client hears of the switch (its subscription to the sentinels), and
+    /// its watchdog checks its hold at once.
+    Learn(u8),
+    RunOrphan(u8),
+    DropOrphan(u8),
+    /// The master dies and the replica is promoted, having applied this many
+    /// entries of the stream.
+    Crash(u8),
+    /// `SENTINEL FAILOVER` promotes the replica, having applied this many
+    /// entries of the stream.
+    Promote(u8),
+    Demote,
+    Restart,
+}
+
+pub struct System {
+    pub config: Config,
+}
+
+impl System {
+    pub fn max_ttl(&self) -> Time {
+        let c = &self.config;
+        c.refresh_ttls.iter().copied().fold(c.ttl, Time::max)
+    }
+}
+
+impl State {
+    pub fn client(&self, c: u8) -> &Client {
+        &self.clients[usize::from(c)]
+    }
+
+    pub fn client_mut(&mut self, c: u8) -> &mut Client {
+        &mut self.clients[usize::from(c)]
+    }
+
+    /// The store of the master the sentinels name.
+    pub fn master(&self) -> &Store {
+        &self.redis.nodes[usize::from(self.redis.master())].store
+    }
+
+    /// Runs `req` on `node`: one atomic script, then what the client's call
+    /// does on the same link before WAIT (`Lease::replicate_claim` refreshes a
+    /// lease found handed). `None`: the command blocks (BLPOP on an empty list).
+    pub fn execute(&mut self, cfg: &Config, node: u8, req: Req) -> Option<(Reply, bool)> {
+        let now = self.now;
+        let n = usize::from(node);
+        let before = self.redis.nodes[n].store;
+        let Cluster { nodes, micros, .. } = &mut self.redis;
+        let mut script = Script {
+            db: &mut nodes[n].store,
+            now,
+            micros,
+            touched: false,
+            scripts: cfg.fixes.scripts,
+        };
+        let session =
+            |t: Token| matches!(cfg.clients[usize::from(t.client)], Program::Session { .. });
+        let reply = match req {
+            Req::Acquire { token, wait } => {
+                let reply = script.acquire(token, cfg.ttl, wait);
+                if cfg.wait_replicas && cfg.fixes.grant_waits {
+                    if let Reply::Handed { .. } = reply {
+                        script.refresh(token, cfg.ttl, false);
+                    }
+                }
+                reply
+            }
+            Req::Open { token, wait } => {
+                let reply = script.session_open(token, cfg.ttl, wait);
+                if cfg.wait_replicas && cfg.fixes.grant_waits {
+                    if let Reply::Handed { .. } = reply {
+                        script.refresh(token, cfg.ttl, false);
+                    }
+                }
+                reply
+            }
+            Req::Blpop { token } => script.blpop(token)?,
+            Req::Resolve { token } => script.resolve(token, session(token)),
+            Req::Refresh {
+                token,
+                ttl,
+                at_least,
+            } => script.refresh(token, ttl, at_least),
+            Req::Fence { token } => script.fence(token),
+            Req::Release { token } => script.release(token, session(token)),
+            Req::Save { token, data } => script.session_save(token, data),
+            Req::SavedBefore { data } => script.saved_before(data),
+            Req::Revoke { nonce } => script.session_revoke(nonce),
+            Req::Abandon { token } => {
+                if let Reply::Owned(Some(_)) = script.resolve(token, session(token)) {
+                    script.release(token, session(token));
+                }
+                Reply::Int(0)
+            }
+        };
+        let wrote = script.touched || self.redis.nodes[n].store != before;
+        say(|| format!("{} runs {} -> {reply:?}", ["A", "B"][n], show(req)));
+        if let Req::Revoke { nonce } = req {
+            self.note_revoke(nonce, &before, node);
+        }
+        if wrote && self.redis.replica.is_some() && node == self.redis.master() {
+            let after = self.redis.nodes[n].store;
+            self.redis.stream.push(after);
+            if self.redis.stream.len() > usize::from(cfg.max_lag) {
+                self.replicate();
+            }
+        }
+        Some((reply, wrote))
+    }
+
+    /// Whether a write just made on `node` can ever be acknowledged by WAIT,
+    /// and after how many more entries.
+    fn behind(&self, node: u8) -> Option<u8> {
+        (self.redis.replica.is_some() && node == self.redis.master())
+            .then(|| self.redis.stream.len() as u8)
+    }
+
+    /// The replica applies the oldest entry of the stream.
+    pub fn replicate(&mut self) {
+        let Some(replica) = self.redis.replica else {
+            return;
+        };
+        let mut store = self.redis.stream.remove(0);
+        store.expire(self.now);
+        self.redis.nodes[usize::from(replica)].store = store;
+        let master = self.redis.master();
+        for client in self.clients.iter_mut() {
+            for call in [&mut client.link, &mut client.dog].into_iter().flatten() {
+                if let Stage::Waiting {
+                    behind: Some(k), ..
+                } = &mut call.stage
+                {
+                    if call.node == master && *k > 0 {
+                        *k -= 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The master's stream is gone (a promotion): no WAIT on it can succeed.
+    fn cut_replication(&mut self) {
+        self.redis.stream.clear();
+        self.redis.replica = None;
+        for client in self.clients.iter_mut() {
+            for call in [&mut client.link, &mut client.dog].into_iter().flatten() {
+                if let Stage::Waiting { behind, .. } = &mut call.stage {
+                    if *behind != Some(0) {
+                        *behind = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Node 0 becomes the new master's replica, by a full sync.
+    fn follow(&mut self) {
+        self.redis.nodes[0].store = self.redis.nodes[1].store;
+        self.redis.nodes[0].up = true;
+        self.redis.nodes[0].writable = false;
+        self.redis.replica = Some(0);
+    }
+
+    fn note_revoke(&mut self, nonce: u8, before: &Store, node: u8) {
+        let after = &self.redis.nodes[usize::from(node)].store;
+        let holder = |s: &Store| s.lock.map(|l| l.token);
+        let (was, is) = (holder(before), holder(after));
+        let ghost = &mut self.ghost;
+        match ghost.revokes.iter().find(|(n, _)| *n == nonce) {
+            None => {
+                let handed = is.filter(|_| is != was);
+                ghost.revokes.push((nonce, handed));
+                if after.data.is_none() {
+                    ghost.deleted |= before.data.map_or(0, |d| d.lineage);
+                }
+            }
+            Some(&(_, handed)) => {
+                if was.is_some() && was == handed && is != was {
+                    ghost.revoked_own_handoff = true;
+                }
+            }
+        }
+    }
+
+    /// Sends `req` on a client's link, to the master it knows.
+    pub fn send(&mut self, c: u8, link: Link, req: Req) {
+        let client = self.client_mut(c);
+        let generation = client.generation;
+        *client.call_mut(link) = Some(Call {
+            req,
+            node: generation - 1,
+            generation,
+            stage: Stage::Sent,
+        });
+    }
+
+    /// Leaves a command in the network (or loses it, when too many are there).
+    pub fn orphan(&mut self, cfg: &Config, node: u8, req: Req) {
+        if self.orphans.len() < usize::from(cfg.max_orphans) && !self.orphans.contains(&(node, req))
+        {
+            self.orphans.push((node, req));
+        }
+    }
+
+    fn node_up(&self, node: u8) -> bool {
+        self.redis.nodes[usize::from(node)].up
+    }
+
+    /// A one-line picture of the state, for traces.
+    pub fn summary(&self) -> String {
+        let mut s = format!("t={}", self.now);
+        for (i, node) in self.redis.nodes.iter().enumerate() {
+            let name = ["A", "B"][i];
+            let role = if !node.up {
+                "down"
+            } else if usize::from(self.redis.master()) == i {
+                "master"
+            } else if node.writable {
+                "old master"
+            } else {
+                "replica"
+            };
+            let _ = write!(s, " | {name} {role}: lock={:?}", node.store.lock);
+            if !node.store.waiters.is_empty() {
+                let queue: Vec<Token> = node.store.waiters.iter().map(|w| w.token).collect();
+                let _ = write!(s, " queue={queue:?}");
+            }
+            if node.store.data.is_some() {
+                let _ = write!(s, " data={:?}", node.store.data);
+            }
+        }
+        if !self.redis.stream.is_empty() {
+            let _ = write!(s, " | lag {}", self.redis.stream.len());
+        }
+        for (i, client) in self.clients.iter().enumerate() {
+            let _ = write!(s, " | c{i}: {}", describe(client, self.now));
+        }
+        if !self.orphans.is_empty() {
+            let _ = write!(s, " | in the network: {:?}", self.orphans);
+        }
+        s
+    }
+}
+
+fn describe(client: &Client, now: Time) -> String {
+    let mut s = match client.pc {
+        Pc::Claim(c) => format!("claim {:?} {:?}", c.token, c.step),
+        pc => format!("{pc:?}"),
+    };
+    if let Some(h) = client.hold {
+        let counting = if h.watch.counting(now) {
+            "COUNTS ON IT"
+        } else {
+            "not counting"
+        };
+        let _ = write!(
+            s,
+            " hold {:?} fence {} until {} ({:?}, gen {}, {counting})",
+            h.token, h.fence, h.watch.end, h.watch.state, h.watch.generation
+        );
+    }
+    if client.generation > 1 {
+        let _ = write!(s, " knows gen {}", client.generation);
+    }
+    s
+}
+
+impl Model for System {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        let cfg = &self.config;
+        let node = |writable| Node {
+            store: Store::default(),
+            up: true,
+            writable,
+        };
+        vec![State {
+            now: 0,
+            redis: Cluster {
+                nodes: [node(true), node(false)],
+                generation: 1,
+                stream: Slots::new(),
+                replica: Some(1),
+                micros: 0,
+                phase: Phase::Steady,
+            },
+            clients: cfg.clients.iter().map(|_| Client::new()).collect(),
+            orphans: Slots::new(),
+            faults: cfg.faults,
+            crashes: cfg.crashes,
+            ghost: Ghost::default(),
+        }]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        let cfg = &self.config;
+        if s.now < cfg.horizon {
+            actions.push(Action::Tick);
+        }
+        for (i, client) in s.clients.iter().enumerate() {
+            let c = i as u8;
+            if client.pc == Pc::Crashed {
+                continue;
+            }
+            self.user_ops(s, c, actions);
+            for link in [Link::Request, Link::Watchdog] {
+                let Some(call) = client.call(link) else {
+                    continue;
+                };
+                let up = s.node_up(call.node);
+                let fault = (s.faults > 0 && (cfg.faulty)(call.req)) || !up;
+                match call.stage {
+                    Stage::Sent => {
+                        if let Req::Blpop { token } = call.req {
+                            let node = &s.redis.nodes[usize::from(call.node)];
+                            if node.up
+                                && node.writable
+                                && node.store.wake.iter().any(|w| w.token == token)
+                            {
+                                actions.push(Action::Run(c, link));
+                            }
+                            actions.push(Action::NapEnds(c));
+                            continue;
+                        }
+                        if up {
+                            actions.push(Action::Run(c, link));
+                        }
+                    }
+                    Stage::Waiting { behind, .. } => {
+                        if behind.is_some() {
+                            actions.push(Action::Ack(c, link));
+                        }
+                        if behind != Some(0) {
+                            actions.push(Action::Shortfall(c, link));
+                        }
+                    }
+                    Stage::Answered { .. } => actions.push(Action::Receive(c, link)),
+                }
+                if fault {
+                    actions.push(Action::Break(c, link, Fault::Broken));
+                    actions.push(Action::Break(c, link, Fault::TimedOut));
+                }
+            }
+            if let Some(h) = client.hold {
+                let w = h.watch;
+                let due = w.retry || w.end.saturating_sub(s.now) <= w.ttl * 2 / 3;
+                if w.renew && w.counting(s.now) && client.dog.is_none() && due {
+                    actions.push(Action::Renew(c));
+                }
+                if w.state == WatchState::Watching
+                    && w.generation < client.generation
+                    && s.node_up(client.generation - 1)
+                {
+                    actions.push(Action::Check(c));
+                }
+            }
+            if client.generation < s.redis.generation {
+                actions.push(Action::Learn(c));
+            }
+        }
+        for (i, &(node, _)) in s.orphans.iter().enumerate() {
+            if s.node_up(node) {
+                actions.push(Action::RunOrphan(i as u8));
+            }
+            actions.push(Action::DropOrphan(i as u8));
+        }
+        match s.redis.phase {
+            Phase::Steady => {
+                // The replica may have applied any part of the stream by then.
+                for applied in 0..=s.redis.stream.len() as u8 {
+                    if cfg.failovers.contains(&Failover::Crash) {
+                        actions.push(Action::Crash(applied));
+                    }
+                    if cfg.failovers.contains(&Failover::Planned) {
+                        actions.push(Action::Promote(applied));
+                    }
+                }
+            }
+            Phase::Crashed => actions.push(Action::Restart),
+            Phase::Promoted => actions.push(Action::Demote),
+            Phase::Restarted | Phase::Demoted => {}
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let cfg = &self.config;
+        let mut s = *last;
+        match action {
+            Action::Tick => {
+                s.now += 1;
+                let now = s.now;
+                for node in s.redis.nodes.iter_mut() {
+                    node.store.expire(now);
+                }
+                for store in s.redis.stream.iter_mut() {
+                    store.expire(now);
+                }
+                for client in s.clients.iter_mut() {
+                    if let Some(h) = &mut client.hold {
+                        if h.watch.state == WatchState::Watching && now >= h.watch.end {
+                            h.watch.state = WatchState::Expired;
+                        }
+                    }
+                }
+            }
+            Action::User(c, op) => self.user(&mut s, c, op),
+            Action::Run(c, link) => self.run(&mut s, c, link),
+            Action::Ack(c, link) | Action::Shortfall(c, link) => {
+                let call = s.client_mut(c).call_mut(link).as_mut()?;
+                let Stage::Waiting { reply, behind } = call.stage else {
+                    return None;
+                };
+                let acked = matches!(action, Action::Ack(..));
+                say(|| match acked {
+                    true => format!("c{c}: WAIT 1 -> 1 (the replica has it)"),
+                    false => format!("c{c}: WAIT 1 -> 0 (timed out: too few replicas)"),
+                });
+                call.stage = Stage::Answered {
+                    reply,
+                    acks: Some(acked),
+                };
+                if let (Action::Ack(..), Some(k)) = (action, behind) {
+                    // The replica applies the stream up to this write.
+                    for _ in 0..k {
+                        s.replicate();
+                    }
+                }
+                self.read_reply(&mut s, c, link);
+            }
+            Action::Receive(c, link) => {
+                let call = s.client_mut(c).call_mut(link).take()?;
+                let Stage::Answered { reply, acks } = call.stage else {
+                    return None;
+                };
+                // A reply that straddles a switch is a broken link.
+                let outcome = if call.generation != s.client(c).generation {
+                    Outcome::Broken
+                } else {
+                    Outcome::Reply(reply, acks)
+                };
+                self.react(&mut s, c, link, call, outcome);
+            }
+            Action::Break(c, link, fault) => {
+                let call = s.client_mut(c).call_mut(link).take()?;
+                if s.node_up(call.node) {
+                    s.faults -= 1;
+                }
+                if call.stage == Stage::Sent && !matches!(call.req, Req::Blpop { .. }) {
+                    s.orphan(cfg, call.node, call.req);
+                }
+                let outcome = match fault {
+                    Fault::Broken => Outcome::Broken,
+                    Fault::TimedOut => Outcome::TimedOut,
+                };
+                self.react(&mut s, c, link, call, outcome);
+            }
+            Action::NapEnds(c) => {
+                let call = s.client_mut(c).link.take()?;
+                self.nap_over(&mut s, c, call);
+            }
+            Action::Renew(c) => self.renew(&mut s, c),
+            Action::Check(c) => self.check(&mut s, c),
+            Action::Learn(c) => {
+                say(|| format!("c{c} hears of the switch"));
+                s.client_mut(c).generation = s.redis.generation;
+                self.check(&mut s, c);
+            }
+            Action::RunOrphan(i) => {
+                let (node, req) = s.orphans.remove(usize::from(i));
+                say(|| format!("{} arrives late, nobody waits for its reply", show(req)));
+                if s.redis.nodes[usize::from(node)].writable {
+                    s.execute(cfg, node, req);
+                }
+            }
+            Action::DropOrphan(i) => {
+                s.orphans.remove(usize::from(i));
+            }
+            Action::Crash(applied) => {
+                say(|| format!("A dies; B, having applied {applied} entries, is promoted"));
+                for _ in 0..applied {
+                    s.replicate();
+                }
+                s.redis.nodes[0].up = false;
+                s.redis.nodes[0].writable = false;
+                s.redis.generation = 2;
+                s.redis.nodes[1].writable = true;
+                s.cut_replication();
+                s.redis.phase = Phase::Crashed;
+            }
+            Action::Promote(applied) => {
+                say(|| {
+                    format!(
+                        "B, having applied {applied} entries, is promoted; A still takes writes"
+                    )
+                });
+                for _ in 0..applied {
+                    s.replicate();
+                }
+                s.redis.generation = 2;
+                s.redis.nodes[1].writable = true;
+                s.cut_replication();
+                s.redis.phase = Phase::Promoted;
+            }
+            Action::Demote => {
+                say(|| "A is demoted: a replica of B (full sync)".to_string());
+                s.follow();
+                s.redis.phase = Phase::Demoted;
+            }
+            Action::Restart => {
+                say(|| "A comes back as a replica of B (full sync)".to_string());
+                s.follow();
+                s.redis.phase = Phase::Restarted;
+            }
+        }
+        Some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![
+            Property::always("mutual exclusion", |m: &System, s: &State| {
+                m.holders(s, |_, _| true) <= 1
+            }),
+            Property::always(
+                "mutual exclusion outside the failover window",
+                |m: &System, s: &State| {
+                    m.holders(s, |s, c| {
+                        c.hold
+                            .is_some_and(|h| h.watch.generation == s.redis.generation)
+                    }) <= 1
+                },
+            ),
+            Property::always("fencing tokens increase", |_, s: &State| {
+                !s.ghost.fence_regressed
+            }),
+            Property::always(
+                "fencing tokens increase outside the failover window",
+                |_, s: &State| !s.ghost.fence_regressed_outside_window,
+            ),
+            Property::always("acknowledged session writes are kept", |_, s: &State| {
+                let kept = s.master().data.map_or(0, |d| d.lineage) | s.ghost.deleted;
+                s.ghost.acked & !kept == 0
+            }),
+            Property::always(
+                "a revocation spares the lease it handed on",
+                |_, s: &State| !s.ghost.revoked_own_handoff,
+            ),
+            Property::always(
+                "every key of a lease expires in time",
+                |m: &System, s: &State| {
+                    let cfg = &m.config;
+                    let keep = s.now + cfg.wait + WAKE_KEEP;
+                    s.redis.nodes.iter().filter(|n| n.up).all(|n| {
+                        let db = &n.store;
+                        db.lock.is_none_or(|l| l.until <= s.now + m.max_ttl())
+                            && db.waiters_until <= keep
+                            && db.waiters.iter().all(|w| w.deadline <= s.now + cfg.wait)
+                            && db.wake.iter().all(|w| w.until <= keep)
+                    })
+                },
+            ),
+            Property::sometimes("a waiter is handed the lock", |_, s: &State| {
+                s.clients.iter().any(|c| {
+                    c.counts_on_hold(s.now)
+                        && c.hold.is_some_and(|h| h.via == crate::client::Via::Woken)
+                })
+            }),
+            Property::sometimes("a hold on the promoted master", |_, s: &State| {
+                s.clients.iter().any(|c| {
+                    c.counts_on_hold(s.now) && c.hold.is_some_and(|h| h.watch.generation == 2)
+                })
+            }),
+            Property::sometimes("a session write acknowledged", |_, s: &State| {
+                s.ghost.acked != 0
+            }),
+        ]
+    }
+}
+
+impl System {
+    /// How many lock clients count on a hold that `counts`.
+    fn holders(&self, s: &State, counts: fn(&State, &Client) -> bool) -> usize {
+        s.clients
+            .iter()
+            .zip(&self.config.clients)
+            .filter(|(c, p)| {
+                matches!(p, Program::Lock { .. }) && c.counts_on_hold(s.now) && counts(s, c)
+            })
+            .count()
+    }
+
+    /// What follows a command's run on its link: WAIT (with `wait_replicas`,
+    /// after a write that grants or keeps what the caller will count on), or the
+    /// reply.
+    fn after_run(&self, req: Req, reply: Reply, wrote: bool, behind: Option<u8>) -> Stage {
+        let cfg = &self.config;
+        let wait = cfg.wait_replicas
+            && wrote
+            && match (req, reply) {
+                (Req::Acquire { .. } | Req::Open { .. }, Reply::Took { .. }) => true,
+                // Found handed: `replicate_claim` refreshed it on this link (in
+                // the same step: it cannot have gone in between), and WAITs.
+                (Req::Acquire { .. } | Req::Open { .. }, Reply::Handed { .. }) => {
+                    cfg.fixes.grant_waits
+                }
+                // With fix (d) reverted, a renewal counts without WAIT.
+                (Req::Refresh { at_least: true, .. }, Reply::Int(1)) => cfg.fixes.renewals_wait,
+                (Req::Refresh { .. } | Req::Save { .. }, Reply::Int(1)) => true,
+                (Req::SavedBefore { .. }, Reply::Found(true)) => true,
+                _ => false,
+            };
+        if wait {
+            return Stage::Waiting { reply, behind };
+        }
+        Stage::Answered { reply, acks: None }
+    }
+
+    /// Sends `req` on a client's link. A request thread's command that cannot
+    /// fail runs at once: its thread sends nothing else meanwhile, so a command
+    /// that waits in the network is one sent later, except for its client's
+    /// bounds, which are timed from when it was sent and only shrink with the
+    /// wait. One that may fail waits, so that its link can fail first and leave
+    /// it to run late (the void marker's case). The watchdog's renewals always
+    /// wait: one sent before the holder's refresh may run after it.
+    ///
+    /// A dead node's connections fail at once (a reset): the command never runs.
+    pub fn send(&self, s: &mut State, c: u8, link: Link, req: Req) {
+        s.send(c, link, req);
+        let node = s.client(c).generation - 1;
+        if !s.node_up(node) {
+            say(|| format!("c{c}: {} to a dead node: the link breaks", show(req)));
+            let call = s.client_mut(c).call_mut(link).take().expect("just sent");
+            return self.react(s, c, link, call, Outcome::Broken);
+        }
+        let may_fail = s.faults > 0 && (self.config.faulty)(req);
+        if link == Link::Request && !may_fail && !matches!(req, Req::Blpop { .. }) {
+            self.run(s, c, link);
+        }
+    }
+
+    /// Redis runs the command on a client's link.
+    fn run(&self, s: &mut State, c: u8, link: Link) {
+        let cfg = &self.config;
+        let Some(mut call) = s.client(c).call(link).copied() else {
+            return;
+        };
+        if !s.redis.nodes[usize::from(call.node)].writable {
+            // READONLY: a demoted master; the command did not run. The request's
+            // link asks the sentinels and sends it once more to the master they
+            // name (`Lease::call`); the watchdog's renewal fails, to be tried
+            // again.
+            say(|| format!("c{c}: {} answered READONLY", show(call.req)));
+            match link {
+                Link::Request => {
+                    let generation = s.redis.generation;
+                    let client = s.client_mut(c);
+                    client.generation = generation;
+                    call.node = generation - 1;
+                    call.generation = generation;
+                    client.link = Some(call);
+                    if s.faults == 0 {
+                        self.run(s, c, link);
+                    }
+                }
+                Link::Watchdog => {
+                    s.client_mut(c).dog = None;
+                    self.renewal_failed(s, c);
+                }
+            }
+            return;
+        }
+        let Some((reply, wrote)) = s.execute(cfg, call.node, call.req) else {
+            return;
+        };
+        let behind = s.behind(call.node);
+        call.stage = self.after_run(call.req, reply, wrote, behind);
+        *s.client_mut(c).call_mut(link) = Some(call);
+        self.read_reply(s, c, link);
+    }
+
+    /// A reply reaches its client at once, unless something can come between:
+    /// a fault (the reply lost) or a switch (the client may hear of it first, and
+    /// then takes the reply for a broken link). Reading a reply later changes
+    /// nothing else: what a client counts on is timed from when it sent.
+    fn read_reply(&self, s: &mut State, c: u8, link: Link) {
+        let Some(call) = s.client(c).call(link).copied() else {
+            return;
+        };
+        let Stage::Answered { reply, acks } = call.stage else {
+            return;
+        };
+        let may_fail = s.faults > 0 && (self.config.faulty)(call.req);
+        if may_fail || call.generation != s.redis.generation {
+            return;
+        }
+        *s.client_mut(c).call_mut(link) = None;
+        self.react(s, c, link, call, Outcome::Reply(reply, acks));
+    }
+
+    /// The watchdog's check after a switch (`watchdog.rs` `check`): GET the lock
+    /// on the master this client now knows.
+    fn check(&self, s: &mut State, c: u8) {
+        let now = s.now;
+        let generation = s.client(c).generation;
+        let watched = s.client(c).hold.is_some_and(|h| {
+            h.watch.state == WatchState::Watching && h.watch.generation < generation
+        });
+        if !watched || !s.node_up(generation - 1) {
+            return;
+        }
+        let lock = s.redis.nodes[usize::from(generation - 1)].store.lock;
+        let fix = self.config.fixes.check_reads_pttl;
+        let Some(h) = &mut s.client_mut(c).hold else {
+            return;
+        };
+        let node = ["A", "B"][usize::from(generation - 1)];
+        say(|| match owns(lock, h.token) {
+            true => format!("c{c}'s watchdog finds {:?} on {node}: still ours", h.token),
+            false => format!(
+                "c{c}'s watchdog does not find {:?} on {node}: lost",
+                h.token
+            ),
+        });
+        if owns(lock, h.token) {
+            h.watch.generation = h.watch.generation.max(generation);
+            if fix {
+                let until = lock.map_or(now, |l| l.until);
+                h.watch.end = h.watch.end.min(until);
+            }
+        } else if h.watch.state == WatchState::Watching {
+            h.watch.state = WatchState::Lost;
+        }
+    }
+}
