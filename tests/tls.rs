@@ -262,15 +262,13 @@ fn a_server_that_never_answers_the_handshake_fails_within_the_connect_timeout() 
         }
         std::thread::sleep(Duration::from_secs(3)); // keep them open, silent
     });
+    // Made before the clock starts: the first ca() generates the test PKI.
+    let dsn = format!(
+        "rediss://localhost:{port}?timeout=0.3&read_timeout=2&cafile={}",
+        ca()
+    );
     let start = Instant::now();
-    let err = lock_cycle(
-        &format!(
-            "rediss://localhost:{port}?timeout=0.3&read_timeout=2&cafile={}",
-            ca()
-        ),
-        "silent",
-    )
-    .unwrap_err();
+    let err = lock_cycle(&dsn, "silent").unwrap_err();
     let took = start.elapsed();
     assert!(matches!(err, Error::Connection(_)), "{err:?}");
     assert!(
@@ -278,4 +276,44 @@ fn a_server_that_never_answers_the_handshake_fails_within_the_connect_timeout() 
         "the handshake waited {took:?}, not the 0.3 s connect timeout"
     );
     drop(held);
+}
+
+#[test]
+fn without_a_cafile_the_system_trust_store_is_used() {
+    // The store is read once per process, as its environment says
+    // (SSL_CERT_FILE): so the check runs in a child process of its own.
+    const CHILD: &str = "REDIS_LEASE_TEST_SYSTEM_STORE_DSN";
+    if let Ok(dsn) = std::env::var(CHILD) {
+        lock_cycle(&dsn, "system-store").unwrap();
+        return;
+    }
+    let good = RedisServer::start_tls("server", false, &[]);
+    let dsn = format!("rediss://localhost:{}?timeout=2", good.tls_port);
+    let run = |store: &str| {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "without_a_cafile_the_system_trust_store_is_used",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(CHILD, &dsn)
+            .env("SSL_CERT_FILE", store)
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap()
+    };
+    let trusted = run(&ca());
+    assert!(
+        trusted.status.success(),
+        "a store with the test CA: {}",
+        String::from_utf8_lossy(&trusted.stdout)
+    );
+    let other = run(&file("other-ca.pem"));
+    assert!(!other.status.success(), "a store without it is refused");
+    assert!(
+        String::from_utf8_lossy(&other.stdout).contains("UnknownIssuer")
+            || String::from_utf8_lossy(&other.stderr).contains("UnknownIssuer"),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
 }

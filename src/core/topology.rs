@@ -396,12 +396,10 @@ fn client(info: ConnectionInfo, tls: Option<&Tls>) -> Result<redis::Client> {
     Ok(client)
 }
 
-/// The PEM files a TLS setting names, read. Messages name the files (paths are
+/// The PEM files a TLS setting names, read, or the system's trust store when it
+/// names no CA and verifies the server. Messages name the files (paths are
 /// configuration, not secrets), never their contents.
 fn certificates(tls: &Tls) -> Result<Option<TlsCertificates>> {
-    if tls.cafile.is_none() && tls.cert.is_none() {
-        return Ok(None);
-    }
     let read = |path: &Path, what: &str| {
         std::fs::read(path).map_err(|e| {
             Error::Connection(format!(
@@ -412,6 +410,7 @@ fn certificates(tls: &Tls) -> Result<Option<TlsCertificates>> {
     };
     let root_cert = match &tls.cafile {
         Some(p) => Some(read(p, "CA file (cafile)")?),
+        None if tls.verify_peer => Some(system_roots()?.to_vec()),
         None => None,
     };
     let client_tls = match (&tls.cert, &tls.key) {
@@ -421,10 +420,43 @@ fn certificates(tls: &Tls) -> Result<Option<TlsCertificates>> {
         }),
         _ => None,
     };
+    if root_cert.is_none() && client_tls.is_none() {
+        return Ok(None);
+    }
     Ok(Some(TlsCertificates {
         client_tls,
         root_cert,
     }))
+}
+
+/// The system's trust store (what redis-rs, and OpenSSL for phpredis, trust when
+/// no CA is named), as PEM. Read once per process: redis-rs would read every
+/// file of it again on each connect. Certificates that cannot be read are left
+/// out, as long as some can.
+fn system_roots() -> Result<&'static [u8]> {
+    static ROOTS: std::sync::OnceLock<std::result::Result<Vec<u8>, String>> =
+        std::sync::OnceLock::new();
+    let roots = ROOTS.get_or_init(|| {
+        let found = rustls_native_certs::load_native_certs();
+        if found.certs.is_empty() {
+            return Err(match found.errors.first() {
+                Some(e) => format!("Cannot read the system's TLS trust store: {e}"),
+                None => "The system's TLS trust store is empty: name a CA with cafile".into(),
+            });
+        }
+        let mut pem = String::new();
+        for cert in &found.certs {
+            let block =
+                pem_rfc7468::encode_string("CERTIFICATE", pem_rfc7468::LineEnding::LF, cert)
+                    .map_err(|e| format!("Cannot use the system's TLS trust store: {e}"))?;
+            pem.push_str(&block);
+        }
+        Ok(pem.into_bytes())
+    });
+    roots
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(|e| Error::Connection(e.clone()))
 }
 
 /// A redis-rs error as a message: what went wrong, with the timeouts when it was
