@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# `make bench`: installs the anchors from Debian (phpredis 5.3.7, Symfony Lock),
+# `make bench`: installs the anchors from Debian (phpredis 5.3.7, Symfony Lock and Semaphore 5.4),
 # builds the extension and runs bench/run.php. BENCH_REPS sets the repetitions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 missing=()
-for p in php8.2-redis php-symfony-lock; do
+for p in php8.2-redis php-symfony-lock php-symfony-semaphore; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
