@@ -68,10 +68,12 @@ foreach ($shapes as $shape => $s) {
     [$took, $slowest] = until(static fn() => $o->getToken() === null, 3 * TTL);
     rl_ok("$shape: R1: the hold is reported lost (getToken() null) no later than its expiry", $took <= TTL + 0.05, sprintf('%.3f s', $took));
     rl_ok("$shape: R1: and not long before it", $took >= TTL / 2, sprintf('%.3f s', $took));
-    rl_ok("$shape: R1: the holder's calls never waited for the renewer", $slowest < 0.01, sprintf('slowest %.4f s', $slowest));
+    // Waiting for the renewer would take up to the lease (or the 5 s read timeout);
+    // 50 ms leaves room for a descheduled process on a loaded machine (seen: 7 ms).
+    rl_ok("$shape: R1: the holder's calls never waited for the renewer (each < 50 ms)", $slowest < 0.05, sprintf('slowest %.4f s', $slowest));
     $t = microtime(true);
     rl_same("$shape: R1: release() reports the loss", false, $o->release());
-    rl_ok("$shape: R1: at once, with Redis still stopped", microtime(true) - $t < 0.01, sprintf('%.4f s', microtime(true) - $t));
+    rl_ok("$shape: R1: at once, with Redis still stopped (< 50 ms)", microtime(true) - $t < 0.05, sprintf('%.4f s', microtime(true) - $t));
     printf("info: %s: lost %.3f s after Redis stopped (ttl %.1f s); slowest holder call %.2f ms\n", $shape, $took, TTL, $slowest * 1000);
     rl_ok("$shape: R1: Redis resumed", fault_resume($srv['pid']));
     fault_await_late_commands($port);
@@ -176,9 +178,9 @@ ok: read: R1: acquired (renewed)
 ok: read: R1: Redis paused
 ok: read: R1: the hold is reported lost (getToken() null) no later than its expiry
 ok: read: R1: and not long before it
-ok: read: R1: the holder's calls never waited for the renewer
+ok: read: R1: the holder's calls never waited for the renewer (each < 50 ms)
 ok: read: R1: release() reports the loss
-ok: read: R1: at once, with Redis still stopped
+ok: read: R1: at once, with Redis still stopped (< 50 ms)
 info: read: lost %f s after Redis stopped (ttl 1.0 s); slowest holder call %f ms
 ok: read: R1: Redis resumed
 ok: read: R2: the synchronized form throws LockLostException when Redis stalls past the lease
@@ -195,9 +197,9 @@ ok: permit: R1: acquired (renewed)
 ok: permit: R1: Redis paused
 ok: permit: R1: the hold is reported lost (getToken() null) no later than its expiry
 ok: permit: R1: and not long before it
-ok: permit: R1: the holder's calls never waited for the renewer
+ok: permit: R1: the holder's calls never waited for the renewer (each < 50 ms)
 ok: permit: R1: release() reports the loss
-ok: permit: R1: at once, with Redis still stopped
+ok: permit: R1: at once, with Redis still stopped (< 50 ms)
 info: permit: lost %f s after Redis stopped (ttl 1.0 s); slowest holder call %f ms
 ok: permit: R1: Redis resumed
 ok: permit: R2: the synchronized form throws LockLostException when Redis stalls past the lease

@@ -23,6 +23,9 @@
  *       take a read hold, a permit or the lock alone, publish P:started (our pid)
  *       and P:token, wait until P:go exists, then release (reported).
  *
+ * Any op with go=KEY increments KEY:ready, then starts only once KEY exists in the
+ * control Redis (a barrier).
+ *
  * Replies with JSON: the op's counts, `errors` (exceptions, check failures), pid.
  */
 require __DIR__ . '/common.inc';
@@ -36,6 +39,14 @@ $ctl = app_ctl();
 $who = 'pid ' . getmypid();
 $out = ['op' => $op, 'errors' => []];
 $waitersKey = 'lock:{' . $key . '}:waiters';
+// go=KEY: count ourselves in KEY:ready, then start together once KEY exists (polled every 5 ms),
+// so that the workers contend from the start.
+if (app_param('go') !== null) {
+    $ctl->cmd('INCR', app_param('go') . ':ready');
+    if (!app_await_key((string) app_param('go'), 20.0)) {
+        $out['errors'][] = 'no go signal within 20 s';
+    }
+}
 
 try {
     switch ($op) {
