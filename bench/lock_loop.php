@@ -1,7 +1,6 @@
 <?php
-// Scenarios 4 and 7: acquire + release in a loop in one process.
-// argv: lib (lease|lease_new|phpredis|symfony|symfony_new; read locks: lease_read|symfony_read;
-// semaphores of 3 permits: lease_sem|symfony_sem), where (tcp|tls|cluster), n.
+// Scenario 4: acquire + release in a loop in one process.
+// argv: lib (lease|lease_new|phpredis|symfony|symfony_new), where (tcp|tls|cluster), n.
 // The _new variants make a new lock object for every lock, as applications write it. The endpoints
 // come from the environment: BENCH_REDIS (host:port), BENCH_TLS (host:port) with
 // BENCH_CA (the CA file), BENCH_SEEDS (host:port,host:port,... of a cluster).
@@ -56,29 +55,6 @@ switch ($lib) {
             $r->set($key, $token, ['nx', 'px' => 30000]);
             $r->evalSha($sha, [$key, $token], 1);
         };
-        break;
-    case 'lease_read':
-        // Scenario 7: a read hold, taken and released.
-        $lock = new DistributedLock($key, 30.0, "redis://$host:$port");
-        $op = function () use ($lock) { $lock->acquireRead(); $lock->release(); };
-        break;
-    case 'lease_sem':
-        $sem = new DistributedSemaphore($key, 3, 30.0, "redis://$host:$port");
-        $op = function () use ($sem) { $sem->acquire(); $sem->release(); };
-        break;
-    case 'symfony_read':
-        // Symfony Lock's RedisStore implements SharedLockStoreInterface: acquireRead() is its saveRead().
-        require '/usr/share/php/Symfony/Component/Lock/autoload.php';
-        $r = phpredis($where, $host, $port, $ca, $seeds);
-        $lock = (new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\RedisStore($r)))->createLock($key, 30.0);
-        $op = function () use ($lock) { $lock->acquireRead(); $lock->release(); };
-        break;
-    case 'symfony_sem':
-        require '/usr/share/php/Symfony/Component/Semaphore/autoload.php';
-        $r = phpredis($where, $host, $port, $ca, $seeds);
-        $sem = (new Symfony\Component\Semaphore\SemaphoreFactory(new Symfony\Component\Semaphore\Store\RedisStore($r)))
-            ->createSemaphore($key, 3, 1, 30.0);
-        $op = function () use ($sem) { $sem->acquire(); $sem->release(); };
         break;
     case 'symfony':
     case 'symfony_new':

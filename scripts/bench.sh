@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# `make bench`: installs the anchors from Debian (phpredis 5.3.7, Symfony Lock and Semaphore 5.4),
+# `make bench`: installs the anchors from Debian (phpredis 5.3.7, Symfony Lock),
 # builds the extension and runs bench/run.php. BENCH_REPS sets the repetitions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 missing=()
-for p in php8.2-redis php-symfony-lock php-symfony-semaphore; do
+for p in php8.2-redis php-symfony-lock; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
+# Symfony Semaphore 5.4 (php-symfony-semaphore), the semaphore anchor of scenarios 7 and 8.
+dpkg-query -W -f='${Status}' php-symfony-semaphore 2>/dev/null | grep "install ok installed" >/dev/null || missing+=(php-symfony-semaphore)
 if ((${#missing[@]})); then
     if [[ $(id -u) -ne 0 ]]; then sudo=sudo; else sudo=; fi
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
