@@ -284,6 +284,104 @@ foreach (['without' => 'hello.php', 'with' => 'work.php'] as $variant => $script
 $s6['extra_kib'] = $s6['with']['rss_kib_median'] - $s6['without']['rss_kib_median'];
 $results['scenarios']['memory'] = $s6;
 
+// ---- 7. Read locks and semaphores (3 permits): acquire+release in a loop, one process, against
+// Symfony Lock 5.4's RedisStore read locks (saveRead) and Symfony Semaphore 5.4's RedisStore.
+say("7. read lock and semaphore (3 permits): acquire+release loop in one process\n");
+$s7 = [];
+$loops7 = ['lease_read', 'symfony_read', 'lease_sem', 'symfony_sem'];
+for ($r = 0; $r < $reps; $r++) {
+    foreach ($loops7 as $lib) {
+        $s7[$lib][] = $run([...$php, __DIR__ . '/shared_loop.php', $lib, str_starts_with($lib, 'symfony') ? '5000' : '20000'])['ops_per_s'];
+    }
+}
+foreach ($loops7 as $lib) {
+    $s7[$lib] = ['ops_per_s' => median($s7[$lib])];
+    say("   %-18s %8.0f ops/s\n", $lib, $s7[$lib]['ops_per_s']);
+}
+$results['scenarios']['shared_loop'] = $s7;
+
+// ---- 8. Contended read/write lock (a write one time in four, the same draws for both libraries)
+// and semaphore (2 permits): 8 processes, 1 ms of work per hold. Symfony blocks by polling every
+// 100 +- 10 ms (its Lock's blocking loop; Semaphore 5.4 has none, so shared_contend.php polls alike).
+// A handoff is a hold that waited (got >= asked + 1 ms) and got in after a release made while it
+// waited; its gap runs from the last release before it got in.
+say("8. contended read/write lock (1 write in 4) and semaphore of 2 (8 processes, 1 ms work)\n");
+$contendShared = function (string $lib, int $each) use ($php, $port): array {
+    $procs = $pipes = [];
+    $errors = tempnam(sys_get_temp_dir(), 'bench-contend');
+    for ($i = 0; $i < 8; $i++) {
+        $procs[$i] = proc_open([...$php, __DIR__ . '/shared_contend.php', $lib, (string) $port, (string) $each, (string) $i],
+            [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $errors, 'a']], $pipes[$i]);
+    }
+    $t = microtime(true);
+    foreach ($pipes as $p) {
+        fwrite($p[0], "go\n");
+    }
+    $holds = [];
+    foreach ($pipes as $i => $p) {
+        foreach (explode("\n", trim(stream_get_contents($p[1]))) as $line) {
+            if ($line !== '') {
+                $holds[] = array_map('floatval', array_slice(explode(' ', $line), 0, 3));
+            }
+        }
+        if (proc_close($procs[$i]) !== 0) {
+            throw new RuntimeException("a $lib contender failed: " . file_get_contents($errors));
+        }
+    }
+    unlink($errors);
+    $wall = microtime(true) - $t;
+    $releases = array_column($holds, 2);
+    sort($releases);
+    $gaps = [];
+    foreach ($holds as [$asked, $got]) {
+        if ($got - $asked < 0.001) {
+            continue;
+        }
+        $last = null;
+        foreach ($releases as $rel) {
+            if ($rel > $got) {
+                break;
+            }
+            $last = $rel;
+        }
+        if ($last !== null && $last > $asked) {
+            $gaps[] = ($got - $last) * 1000;
+        }
+    }
+    return ['per_s' => count($holds) / $wall, 'gaps' => $gaps];
+};
+$s8 = [];
+$contenders8 = ['lease_rw' => 50, 'symfony_rw' => 6, 'lease_sem' => 50, 'symfony_sem' => 6];
+for ($r = 0; $r < $reps; $r++) {
+    foreach ($contenders8 as $lib => $each) {
+        $x = $contendShared($lib, $each);
+        $s8[$lib]['per_s'][] = $x['per_s'];
+        $s8[$lib]['gaps'] = array_merge($s8[$lib]['gaps'] ?? [], $x['gaps']);
+    }
+}
+foreach (array_keys($contenders8) as $lib) {
+    $g = $s8[$lib]['gaps'];
+    $s8[$lib] = ['holds_per_s' => median($s8[$lib]['per_s']), 'handoffs' => count($g),
+        'gap_median_ms' => $g ? median($g) : null, 'gap_p99_ms' => $g ? pct($g, 0.99) : null];
+    say("   %-14s %8.1f holds/s  handoff gap median %.3f ms, p99 %.3f ms (%d handoffs)\n", $lib,
+        $s8[$lib]['holds_per_s'], $s8[$lib]['gap_median_ms'], $s8[$lib]['gap_p99_ms'], $s8[$lib]['handoffs']);
+}
+$results['scenarios']['contended_shared'] = $s8;
+$sharedRows = [
+    ['7. read-lock loop: ops/s vs Symfony Lock (acquireRead, saveRead)', $s7['lease_read']['ops_per_s'] / $s7['symfony_read']['ops_per_s'],
+        sprintf('(%.0f vs %.0f ops/s)', $s7['lease_read']['ops_per_s'], $s7['symfony_read']['ops_per_s'])],
+    ['7. semaphore loop: ops/s vs Symfony Semaphore', $s7['lease_sem']['ops_per_s'] / $s7['symfony_sem']['ops_per_s'],
+        sprintf('(%.0f vs %.0f ops/s)', $s7['lease_sem']['ops_per_s'], $s7['symfony_sem']['ops_per_s'])],
+    ['8. contended read/write lock: handoff gap median (ms)', $s8['lease_rw']['gap_median_ms'],
+        sprintf('(p99 %.2f; Symfony: median %.1f, p99 %.1f)', $s8['lease_rw']['gap_p99_ms'], $s8['symfony_rw']['gap_median_ms'], $s8['symfony_rw']['gap_p99_ms'])],
+    ['8. contended read/write lock: holds/s vs Symfony', $s8['lease_rw']['holds_per_s'] / $s8['symfony_rw']['holds_per_s'],
+        sprintf('(%.0f vs %.0f holds/s)', $s8['lease_rw']['holds_per_s'], $s8['symfony_rw']['holds_per_s'])],
+    ['8. contended semaphore: handoff gap median (ms)', $s8['lease_sem']['gap_median_ms'],
+        sprintf('(p99 %.2f; Symfony: median %.1f, p99 %.1f)', $s8['lease_sem']['gap_p99_ms'], $s8['symfony_sem']['gap_median_ms'], $s8['symfony_sem']['gap_p99_ms'])],
+    ['8. contended semaphore: holds/s vs Symfony', $s8['lease_sem']['holds_per_s'] / $s8['symfony_sem']['holds_per_s'],
+        sprintf('(%.0f vs %.0f holds/s)', $s8['lease_sem']['holds_per_s'], $s8['symfony_sem']['holds_per_s'])],
+];
+
 // ---- The table: each target with the measured ratio.
 $r1 = $s1['lease']['wall_ms'];
 $rows = [
@@ -318,6 +416,7 @@ $rows = [
     ['Symfony 5. acquire(true): handoff gap median (ms), LeaseStore', $s5['symfony_lease']['gap_median_ms'], '(RedisStore: ' . round($s5['symfony']['gap_median_ms'] ?? 0, 1) . ')'],
 ];
 say("\n%-62s %10s   %s\n", 'measure', 'result', 'target');
+$rows = array_merge($rows, $sharedRows); // 7 and 8: read locks and semaphores
 foreach ($rows as [$what, $value, $target]) {
     say("%-62s %10s   %s\n", $what, is_float($value) ? sprintf('%.2f', $value) : $value, $target);
 }
