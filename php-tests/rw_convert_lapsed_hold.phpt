@@ -1,20 +1,10 @@
 --TEST--
 Read/write lock: an upgrade (acquire() on a read hold) or a downgrade (acquireRead() on a write hold) whose own hold's lease ran out while another writer came and went must not report a conversion with nobody in between
---XFAIL--
-Known bug (issue 20 proofs): a conversion does not check that the hold it converts is still alive. acquire.lua takes the lock for mode 'u' when the token is no longer a reader (live == 0, `reading` nil), and a downgrade ('r' with our token) takes a fresh read hold by the fast path; both return true although a writer came between.
 --CONFLICTS--
 all
 --FILE--
 <?php
 require __DIR__ . '/inc/redis.inc';
-// Expected to fail (XFAIL) until the bug is fixed: its failed checks are not
-// "checks that failed in some attempt" (scripts/run-phpt.sh), and it pauses with
-// time_nanosleep(): run-tests.php runs a failed test twice when it uses the usual sleep functions.
-putenv('RL_FAILURE_LOG=');
-function nap(float $s): void
-{
-    time_nanosleep((int) $s, (int) (fmod($s, 1.0) * 1e9));
-}
 $srv = rl_start_redis();
 $raw = new RlRaw($srv['port']);
 $dsn = $srv['dsn'];
@@ -27,9 +17,8 @@ $r = new DistributedLock($k, LEASE, $dsn);
 rl_same('R holds a read hold', true, $r->acquireRead());
 $raw->cmd('SET', 'data', 'v1');
 $seen = $raw->cmd('GET', 'data');
-nap(LEASE + 0.15);
 $w = new DistributedLock($k, 5.0, $dsn);
-rl_same('a writer gets in once R\'s read lease ran out', true, $w->acquire());
+rl_same('a writer gets in once R\'s read lease ran out (it waits for that)', true, $w->acquire(5.0));
 $raw->cmd('SET', 'data', 'v2');
 rl_same('and leaves', true, $w->release());
 $up = $r->acquire(1.0);
@@ -43,9 +32,8 @@ $k = rl_key('down-lapsed');
 $d = new DistributedLock($k, LEASE, $dsn);
 rl_same('D holds the lock alone', true, $d->acquire());
 $raw->cmd('SET', 'data2', 'mine');
-nap(LEASE + 0.15);
 $w = new DistributedLock($k, 5.0, $dsn);
-rl_same('another writer gets in once D\'s lease ran out', true, $w->acquire());
+rl_same('another writer gets in once D\'s lease ran out (it waits for that)', true, $w->acquire(5.0));
 $raw->cmd('SET', 'data2', 'theirs');
 rl_same('and leaves', true, $w->release());
 $down = $d->acquireRead();
@@ -56,11 +44,11 @@ echo "done\n";
 ?>
 --EXPECT--
 ok: R holds a read hold
-ok: a writer gets in once R's read lease ran out
+ok: a writer gets in once R's read lease ran out (it waits for that)
 ok: and leaves
 ok: R's upgrade does not report success: a writer came between its read and its write
 ok: D holds the lock alone
-ok: another writer gets in once D's lease ran out
+ok: another writer gets in once D's lease ran out (it waits for that)
 ok: and leaves
 ok: D's downgrade does not report success: a writer came between its write and its read
 done
