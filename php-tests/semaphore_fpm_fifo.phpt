@@ -66,7 +66,7 @@ $overtook = [];
 $lines = 0;
 while (($line = fgets($mon)) !== false && !str_contains($line, 'sem-fifo-end')) {
     $lines++;
-    if (preg_match('/\[0 lua\] "(ZADD|ZREM)" "([^"]+)" (?:"[^"]+" )?"([0-9a-f]{32})"/', $line, $m)) {
+    if (preg_match('/\[0 lua\] "(ZADD|ZREM)" "([^"]+)" (?:"NX" )?(?:"[^"]+" )?"([0-9a-f]{32})"/', $line, $m)) {
         [, $cmd, $set, $token] = $m;
         if ($set === $waitersKey && $cmd === 'ZADD') {
             $joined[$token] ??= count($joined);

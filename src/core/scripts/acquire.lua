@@ -30,6 +30,17 @@ elseif mode == 'r' then
     add_holder(holders, token, ttl, now_ms())
     return {1, '0'}
   end
+elseif mode == 'p' then
+  -- NX: a token that holds a permit already (handed to it while it waited) is
+  -- left to the path below, which also clears its wake-up.
+  if redis.call('EXISTS', KEYS[5], waiters) == 0 then
+    local now = now_ms()
+    if live_holders(holders, now) < limit
+        and redis.call('ZADD', holders, 'NX', now + ttl, token) == 1 then
+      keep_holders(holders, now)
+      return {1, '0'}
+    end
+  end
 end
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return {0, -2}
