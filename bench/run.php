@@ -194,13 +194,30 @@ $run = function (array $cmd): array {
 // and on their own Redis stores (phpredis), a new lock object per lock as applications write it.
 $loops = ['lease tcp', 'lease_new tcp', 'phpredis tcp', 'symfony tcp', 'symfony_new tcp', 'lease tls', 'phpredis tls',
     'lease cluster', 'phpredis cluster', 'laravel_lease tcp', 'laravel_redis tcp', 'symfony_lease tcp'];
+// The floor: what Redis's own C client gets for the same two commands (SET NX PX, then a
+// compare-and-delete EVAL), one connection, one at a time, as lock pairs per second; and redis-rs
+// alone doing the same (examples/floor.rs): between that and the floor is redis-rs's share.
+$floorBin = getenv('REDIS_LEASE_FLOOR') ?: dirname(__DIR__) . '/target/release/examples/floor';
+$benchmark = function (array $command) use ($port): float {
+    $csv = shell_exec(implode(' ', array_map('escapeshellarg', ['redis-benchmark', '-p', (string) $port, '-c', '1', '-n', '20000', '--csv', ...$command])));
+    preg_match('/^"[^"]*","([0-9.]+)"/m', (string) $csv, $m) || throw new RuntimeException("redis-benchmark: $csv");
+    return (float) $m[1];
+};
+$cad = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
 for ($r = 0; $r < $reps; $r++) {
     foreach ($loops as $loop) {
         [$lib, $where] = explode(' ', $loop);
         $n = str_starts_with($lib, 'symfony') || str_starts_with($lib, 'laravel') ? '5000' : '20000';
         $s4[$loop][] = $run([...$php, __DIR__ . '/lock_loop.php', $lib, $where, $n])['ops_per_s'];
     }
+    $set = $benchmark(['SET', 'bench:floor', 'v', 'NX', 'PX', '30000']);
+    $del = $benchmark(['EVAL', $cad, '1', 'bench:floor', 'v']);
+    $s4['floor tcp'][] = 1 / (1 / $set + 1 / $del);
+    if (is_executable($floorBin)) {
+        $s4['redis-rs tcp'][] = $run([$floorBin, "127.0.0.1:$port", '20000'])['ops_per_s'];
+    }
 }
+$loops = array_keys($s4);
 foreach ($loops as $loop) {
     $s4[$loop] = ['ops_per_s' => median($s4[$loop])];
     say("   %-18s %8.0f ops/s\n", $loop, $s4[$loop]['ops_per_s']);
@@ -272,16 +289,28 @@ foreach (['without' => 'hello.php', 'with' => 'work.php'] as $variant => $script
     for ($wave = 0; $wave < 625; $wave++) {
         $c->multi(array_map(fn ($i) => ['params' => FcgiClient::params(__DIR__ . "/app/$script", ['n' => $wave * 16 + $i], $extra)], range(0, 15)), 30);
     }
-    $rss = [];
+    // RSS counts the pages of shared libraries a worker has mapped (the extension's code is one
+    // copy in the page cache for every worker); PSS divides shared pages among their users, and
+    // USS is what the worker alone has (what killing it would free).
+    $rss = $pss = $uss = [];
     foreach ($p->workerPids() as $pid) {
         preg_match('/VmRSS:\s+(\d+) kB/', (string) @file_get_contents("/proc/$pid/status"), $mm);
         $rss[] = (int) ($mm[1] ?? 0);
+        $rollup = (string) @file_get_contents("/proc/$pid/smaps_rollup");
+        preg_match_all('/^(Pss|Private_Clean|Private_Dirty):\s+(\d+)/m', $rollup, $mm, PREG_SET_ORDER);
+        $kib = array_column($mm, 2, 1);
+        $pss[] = (int) ($kib['Pss'] ?? 0);
+        $uss[] = (int) ($kib['Private_Clean'] ?? 0) + (int) ($kib['Private_Dirty'] ?? 0);
     }
-    $s6[$variant] = ['rss_kib_median' => median($rss), 'rss_kib' => $rss];
+    $s6[$variant] = ['rss_kib_median' => median($rss), 'rss_kib' => $rss, 'pss_kib_median' => median($pss),
+        'uss_kib_median' => median($uss)];
     $p->stop();
-    say("   %-8s %6.0f KiB median worker RSS\n", $variant, $s6[$variant]['rss_kib_median']);
+    say("   %-8s %6.0f KiB median worker RSS, %6.0f PSS, %6.0f USS\n", $variant, $s6[$variant]['rss_kib_median'],
+        $s6[$variant]['pss_kib_median'], $s6[$variant]['uss_kib_median']);
 }
 $s6['extra_kib'] = $s6['with']['rss_kib_median'] - $s6['without']['rss_kib_median'];
+$s6['extra_pss_kib'] = $s6['with']['pss_kib_median'] - $s6['without']['pss_kib_median'];
+$s6['extra_uss_kib'] = $s6['with']['uss_kib_median'] - $s6['without']['uss_kib_median'];
 $results['scenarios']['memory'] = $s6;
 
 // ---- 7. Read locks and semaphores (3 permits): acquire+release in a loop, one process, against
@@ -396,6 +425,10 @@ $rows = [
     ['4. lock loop: ops/s vs Symfony Lock', $s4['lease tcp']['ops_per_s'] / $s4['symfony tcp']['ops_per_s'], '>= 3x'],
     ['4. lock loop, new object per lock: ops/s vs raw phpredis', $s4['lease_new tcp']['ops_per_s'] / $s4['phpredis tcp']['ops_per_s'], '>= 0.95x'],
     ['4. lock loop, new object per lock: ops/s vs Symfony Lock', $s4['lease_new tcp']['ops_per_s'] / $s4['symfony_new tcp']['ops_per_s'], '>= 3x'],
+    ['4. floor: redis-benchmark -c 1, SET NX PX + compare-and-delete EVAL (pairs/s)', round($s4['floor tcp']['ops_per_s']), ''],
+    ['4. lock loop, new object per lock: ops/s vs the floor', $s4['lease_new tcp']['ops_per_s'] / $s4['floor tcp']['ops_per_s'], '>= 0.90x'],
+    ['4. raw phpredis vs the floor', $s4['phpredis tcp']['ops_per_s'] / $s4['floor tcp']['ops_per_s'], ''],
+    ['4. redis-rs alone (examples/floor.rs) vs the floor', isset($s4['redis-rs tcp']) ? $s4['redis-rs tcp']['ops_per_s'] / $s4['floor tcp']['ops_per_s'] : 'not built', '(what the client library leaves)'],
     ['4. raw phpredis floor vs Symfony Lock (new object per lock)', $s4['phpredis tcp']['ops_per_s'] / $s4['symfony_new tcp']['ops_per_s'], '(the most any 2-round-trip lock can reach)'],
     ['TLS 1. contended session: wall vs phpredis+locking over TLS', $s1['lease_tls']['wall_ms'] / $s1['phpredis_lock_tls']['wall_ms'], '<= 0.75x'],
     ['TLS 1. contended session: keys kept (worst round)', $s1['lease_tls']['kept_min'], '100 of 100'],
@@ -408,6 +441,8 @@ $rows = [
     ['5. contended lock: handoff gap median (ms)', $s5['lease']['gap_median_ms'], '<= 0.15 (Symfony: ' . round($s5['symfony']['gap_median_ms'], 1) . ')'],
     ['5. contended lock: holds/s vs Symfony', $s5['lease']['holds_per_s'] / $s5['symfony']['holds_per_s'], ''],
     ['6. extra RSS per worker (KiB)', $s6['extra_kib'], '< 2048'],
+    ['6. extra PSS per worker (KiB; shared pages divided among workers)', $s6['extra_pss_kib'], ''],
+    ['6. extra USS per worker (KiB; its own memory)', $s6['extra_uss_kib'], ''],
     ['Laravel 4. Cache::lock get+release: ops/s, redis_lease store vs Laravel\'s redis store', $s4['laravel_lease tcp']['ops_per_s'] / $s4['laravel_redis tcp']['ops_per_s'], ''],
     ['Symfony 4. LockFactory acquire+release: ops/s, LeaseStore vs RedisStore', $s4['symfony_lease tcp']['ops_per_s'] / $s4['symfony_new tcp']['ops_per_s'], ''],
     ['Laravel 5. block(): holds/s, redis_lease store vs Laravel\'s redis store', $s5['laravel_lease']['holds_per_s'] / $s5['laravel_redis']['holds_per_s'], ''],

@@ -15,4 +15,6 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 so=$(bash scripts/build.sh)
-REDIS_LEASE_SO=$so php -n -d extension=igbinary -d extension=redis -d "extension=$so" bench/run.php
+# The floor row's bare redis-rs loop (examples/floor.rs).
+cargo build --release --locked --quiet --example floor
+REDIS_LEASE_FLOOR=$PWD/target/release/examples/floor REDIS_LEASE_SO=$so php -n -d extension=igbinary -d extension=redis -d "extension=$so" bench/run.php
