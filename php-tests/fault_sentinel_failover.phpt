@@ -225,7 +225,8 @@ rl_ok('every request ended (none left in flight)', $drained);
 /** Failure messages of $results by kind, for the record. */
 function kinds(array $results): string
 {
-    $k = ['READONLY' => 0, 'connection' => 0, 'no master found' => 0, 'not a master yet' => 0, 'too few replicas' => 0];
+    $k = ['READONLY' => 0, 'connection' => 0, 'no master found' => 0, 'not a master yet' => 0, 'too few replicas' => 0,
+        'failover under way' => 0];
     foreach ($results as $r) {
         if (classify($r)[0] !== 'failed') {
             continue;
@@ -237,6 +238,7 @@ function kinds(array $results): string
             str_contains($m, 'READONLY') => 'READONLY',
             str_contains($m, 'not a master') => 'not a master yet',
             str_contains($m, 'Cannot find the master') => 'no master found',
+            str_contains($m, 'failover is under way') => 'failover under way',
             default => 'connection',
         };
         $k[$kind]++;
@@ -293,8 +295,8 @@ ok: planned failover: no acknowledged write lost (on B)
 ok: A is in sync as B's replica
 ok: SIGKILL: requests succeed again on the new master
 ok: every request ended (none left in flight)
-info: planned failover failures: %d READONLY, %d connection, %d no master found, %d not a master yet, %d too few replicas
-info: SIGKILL failures: %d READONLY, %d connection, %d no master found, %d not a master yet, %d too few replicas
+info: planned failover failures: %d READONLY, %d connection, %d no master found, %d not a master yet, %d too few replicas, %d failover under way
+info: SIGKILL failures: %d READONLY, %d connection, %d no master found, %d not a master yet, %d too few replicas, %d failover under way
 info: planned failover: locks (no wait_replicas) failed until %f s after the fault
 info: SIGKILL: locks (no wait_replicas) failed until %f s after the fault
 info: planned failover: %d ok, %d failed fast; the last failure began %f s after the fault; slowest failure %f s

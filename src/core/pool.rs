@@ -94,8 +94,8 @@ impl Conn {
             let deadline = Instant::now() + ep.timeouts.connect + ep.timeouts.read;
             if !sentinel::wait_switch(ep, deadline) {
                 return Err(Error::Connection(format!(
-                    "A failover of {} is under way: no new master was named within the \
-                     timeouts (connect_timeout + read_timeout)",
+                    "A Redis failover is under way at {}: no new master was named within \
+                     the timeouts (connect_timeout + read_timeout)",
                     ep.location()
                 )));
             }
