@@ -101,6 +101,8 @@ ok: DistributedLock::isLocked($dsn) is #[\SensitiveParameter]
 ok: DistributedLock::restore($dsn) is #[\SensitiveParameter]
 ok: DistributedLock::restore($token) is #[\SensitiveParameter]
 ok: DistributedSemaphore::__construct($dsn) is #[\SensitiveParameter]
+ok: DistributedSemaphore::restore($dsn) is #[\SensitiveParameter]
+ok: DistributedSemaphore::restore($token) is #[\SensitiveParameter]
 ok: RedisLockingSessionHandler::__construct($dsn) is #[\SensitiveParameter]
 ok: RedisLockingSessionHandler::open($path) is #[\SensitiveParameter]
 ok: parameters checked

@@ -324,6 +324,27 @@ namespace {
         /** Seconds left on our permit, per Redis; null when we hold none. */
         public function getRemainingLifetime(): ?float {}
 
+        /**
+         * An object for a permit taken elsewhere (by another object, or another process), given its
+         * token (getToken() or detach()); as DistributedLock::restore(): nothing is asked of Redis
+         * now, release() and refresh() are owner-checked by the token, isAcquired() asks first.
+         *
+         * @param int $limit The semaphore's limit, as given to the constructor.
+         * @param string $token A token from getToken() or detach().
+         * @param float $ttl The lease length refresh() and renewals extend it to.
+         * @throws \ValueError on a malformed token, key, limit, ttl or DSN.
+         * @throws \RedisLease\ConnectionException with $autoRenew, when Redis cannot be asked.
+         */
+        public static function restore(string $key, int $limit, #[\SensitiveParameter] string $token, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false): DistributedSemaphore {}
+
+        /**
+         * Stops owning our permit here: no release when this object is destroyed or the request
+         * ends, no renewal. It lives on until its ttl, or until released by its token (restore()).
+         *
+         * @return string|null Its token; null when we hold no permit.
+         */
+        public function detach(): ?string {}
+
         /** Our permit's token (opaque); null when we hold none. */
         public function getToken(): ?string {}
 

@@ -68,21 +68,28 @@ impl Lock {
     }
 
     /// A lock object for a hold taken elsewhere (another object, another
-    /// process) by `token`, believed held until a call says otherwise. Nothing is
-    /// asked now: release() and refresh() are owner-checked anyway (one round
-    /// trip each, as in the process that took it), and what depends on more (a
-    /// conversion, the fencing token, renewals) asks first. With `auto_renew`,
-    /// whose renewals need the lease's end, Redis is asked at once.
+    /// process) by `token` (see `restored`).
     pub fn restore(lease: Lease, ttl: Duration, token: Token, auto_renew: bool) -> Result<Lock> {
-        let mut lock = Lock::new(lease, ttl).with_auto_renew(auto_renew);
+        Lock::new(lease, ttl)
+            .with_auto_renew(auto_renew)
+            .restored(token)
+    }
+
+    /// This object (a lock or a semaphore, not holding anything yet) for a hold
+    /// taken elsewhere by `token`, believed held until a call says otherwise.
+    /// Nothing is asked now: release() and refresh() are owner-checked anyway
+    /// (one round trip each, as in the process that took it), and what depends
+    /// on more (a conversion, the fencing token, renewals) asks first. With
+    /// auto-renewal, whose renewals need the lease's end, Redis is asked at once.
+    pub fn restored(mut self, token: Token) -> Result<Lock> {
         // No lease counted on until asked; not watched meanwhile.
-        let hold = Hold::found(token, 0, ttl, Instant::now(), Some(Duration::ZERO));
-        lock.set_hold(Some(hold), 0);
-        lock.unverified = true;
-        if auto_renew {
-            lock.verify()?;
+        let hold = Hold::found(token, 0, self.ttl, Instant::now(), Some(Duration::ZERO));
+        self.set_hold(Some(hold), 0);
+        self.unverified = true;
+        if self.auto_renew {
+            self.verify()?;
         }
-        Ok(lock)
+        Ok(self)
     }
 
     /// Asks Redis what a restored hold is (see `restore`), once.

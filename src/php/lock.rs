@@ -67,6 +67,45 @@ fn printable(key: &[u8]) -> String {
     s
 }
 
+/// The key, ttl, limit and (empty) semaphore of a DistributedSemaphore method's
+/// arguments.
+fn semaphore_parts(
+    method: &str,
+    key: Bytes,
+    limit: i64,
+    ttl: (Float, u8),
+    dsn: Option<Bytes>,
+) -> Result<(Vec<u8>, Duration, u32, Lock), Error> {
+    if !(1..=MAX_PERMITS).contains(&limit) {
+        return Err(Error::invalid(format!(
+            "DistributedSemaphore::{method}(): Argument #2 ($limit) must be between 1 and \
+             {MAX_PERMITS}, {limit} given"
+        )));
+    }
+    let (key, ttl, lease) = parts(
+        "DistributedSemaphore",
+        method,
+        key,
+        ttl,
+        dsn,
+        LeaseKeys::for_semaphore,
+    )?;
+    let limit = limit as u32;
+    Ok((key, ttl, limit, Lock::semaphore(lease, limit, ttl)))
+}
+
+/// A token given to restore(), parsed (`what`: "Class::method(): Argument #n").
+fn restored_token(what: &str, token: &Bytes) -> Result<Token, Error> {
+    std::str::from_utf8(&token.0)
+        .ok()
+        .and_then(Token::parse)
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} ($token) must be a token given by getToken() (32 hexadecimal digits)"
+            ))
+        })
+}
+
 /// The key, ttl and lease of a lock, from a method's arguments (errors name `method`).
 fn lock_parts(
     method: &str,
@@ -244,15 +283,7 @@ impl DistributedLock {
         dsn: Option<Bytes>,
         autoRenew: bool,
     ) -> PhpResult<Self> {
-        let token = std::str::from_utf8(&token.0)
-            .ok()
-            .and_then(Token::parse)
-            .ok_or_else(|| {
-                Error::invalid(
-                    "DistributedLock::restore(): Argument #2 ($token) must be a token given by \
-                     DistributedLock::getToken() (32 hexadecimal digits)",
-                )
-            })?;
+        let token = restored_token("DistributedLock::restore(): Argument #2", &token)?;
         let (key, ttl, lease) = lock_parts("restore", key, (ttl, 3), dsn)?;
         let lock = Lock::restore(lease, ttl, token, autoRenew)?;
         Ok(DistributedLock {
@@ -395,28 +426,45 @@ impl DistributedSemaphore {
         dsn: Option<Bytes>,
         autoRenew: bool,
     ) -> PhpResult<Self> {
-        if !(1..=MAX_PERMITS).contains(&limit) {
-            return Err(Error::invalid(format!(
-                "DistributedSemaphore::__construct(): Argument #2 ($limit) must be between 1 and \
-                 {MAX_PERMITS}, {limit} given"
-            ))
-            .into());
-        }
-        let (key, ttl, lease) = parts(
-            "DistributedSemaphore",
-            "__construct",
-            key,
-            (ttl, 3),
-            dsn,
-            LeaseKeys::for_semaphore,
-        )?;
-        let limit = limit as u32;
+        let (key, ttl, limit, lock) = semaphore_parts("__construct", key, limit, (ttl, 3), dsn)?;
         Ok(DistributedSemaphore {
             key,
             ttl,
             limit,
-            lock: RefCell::new(Lock::semaphore(lease, limit, ttl).with_auto_renew(autoRenew)),
+            lock: RefCell::new(lock.with_auto_renew(autoRenew)),
         })
+    }
+
+    /// An object for a permit taken elsewhere (another object, another process),
+    /// given its token (getToken()); as DistributedLock::restore().
+    #[php(defaults(ttl = 30.0, autoRenew = false))]
+    pub fn restore(
+        key: Bytes,
+        limit: i64,
+        token: Bytes,
+        ttl: Float,
+        dsn: Option<Bytes>,
+        autoRenew: bool,
+    ) -> PhpResult<Self> {
+        let token = restored_token("DistributedSemaphore::restore(): Argument #3", &token)?;
+        let (key, ttl, limit, lock) = semaphore_parts("restore", key, limit, (ttl, 4), dsn)?;
+        let lock = lock.with_auto_renew(autoRenew).restored(token)?;
+        Ok(DistributedSemaphore {
+            key,
+            ttl,
+            limit,
+            lock: RefCell::new(lock),
+        })
+    }
+
+    /// Stops owning our permit here (no release when this object goes or the
+    /// request ends, no renewal): it lives on until its ttl or a release by its
+    /// token. Returns the token (null when we hold none).
+    pub fn detach(&self) -> Option<String> {
+        self.lock
+            .borrow_mut()
+            .detach()
+            .map(|t| t.as_str().to_string())
     }
 
     /// Takes one permit; false when all stay taken past `$wait` seconds.

@@ -127,6 +127,8 @@ fn mark_sensitive_parameters() {
     mark::<lock::DistributedLock>(c"forcerelease", 1);
     mark::<lock::DistributedLock>(c"islocked", 1);
     mark::<lock::DistributedSemaphore>(c"__construct", 3);
+    mark::<lock::DistributedSemaphore>(c"restore", 2);
+    mark::<lock::DistributedSemaphore>(c"restore", 4);
     mark::<session::RedisLockingSessionHandler>(c"__construct", 0);
     mark::<session::RedisLockingSessionHandler>(c"open", 0);
 }
