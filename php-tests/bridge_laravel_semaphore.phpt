@@ -19,17 +19,7 @@ $raw = new RlRaw($srv['port']);
 $dsn = $srv['dsn'];
 $permits = fn (string $name) => rl_lock_key("sm:$name") . ':semaphore:holders';
 $waiters = fn (string $name) => rl_lock_key("sm:$name") . ':semaphore:waiters';
-/** Seconds left on each permit of $name, per Redis (scores are the leases' ends, in server ms). */
-$permitLeases = function (string $name) use ($raw, $permits): array {
-    [$s, $us] = $raw->cmd('TIME');
-    $now = (int) $s * 1000 + intdiv((int) $us, 1000);
-    $left = [];
-    $entries = $raw->cmd('ZRANGE', $permits($name), 0, -1, 'WITHSCORES');
-    for ($i = 0; $i < count($entries); $i += 2) {
-        $left[] = ((int) $entries[$i + 1] - $now) / 1000;
-    }
-    return $left;
-};
+$permitLeases = fn (string $name) => array_values(br_shared_leases($raw, $permits($name)));
 
 $app = new Container();
 Container::setInstance($app);

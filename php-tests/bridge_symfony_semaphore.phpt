@@ -22,17 +22,7 @@ $dsn = $srv['dsn'];
 $store = new LeaseSemaphoreStore($dsn);
 $factory = new SemaphoreFactory($store);
 $permits = fn (string $name) => rl_lock_key($name) . ':semaphore:holders';
-/** Seconds left on each permit of $name, per Redis (scores are the leases' ends, in server ms). */
-$permitLeases = function (string $name) use ($raw, $permits): array {
-    [$s, $us] = $raw->cmd('TIME');
-    $now = (int) $s * 1000 + intdiv((int) $us, 1000);
-    $left = [];
-    $entries = $raw->cmd('ZRANGE', $permits($name), 0, -1, 'WITHSCORES');
-    for ($i = 0; $i < count($entries); $i += 2) {
-        $left[] = ((int) $entries[$i + 1] - $now) / 1000;
-    }
-    return $left;
-};
+$permitLeases = fn (string $name) => array_values(br_shared_leases($raw, $permits($name)));
 $childPrelude = 'require "Symfony/Component/Semaphore/autoload.php"; require ' . rl_export(BR_BRIDGE . '/autoload.php') . ';'
     . ' $factory = new Symfony\Component\Semaphore\SemaphoreFactory(new RedisLease\Bridge\Symfony\LeaseSemaphoreStore(' . rl_export($dsn) . '));';
 

@@ -23,17 +23,7 @@ $factory = new LockFactory($store);
 $lockKey = fn (string $name) => rl_lock_key($name);
 $holders = fn (string $name) => rl_lock_key($name) . ':holders';
 $waiters = fn (string $name) => rl_lock_key($name) . ':waiters';
-/** Seconds left on each read hold of $name, per Redis (scores are the leases' ends, in server ms). */
-$readLeases = function (string $name) use ($raw, $holders): array {
-    [$s, $us] = $raw->cmd('TIME');
-    $now = (int) $s * 1000 + intdiv((int) $us, 1000);
-    $left = [];
-    $entries = $raw->cmd('ZRANGE', $holders($name), 0, -1, 'WITHSCORES');
-    for ($i = 0; $i < count($entries); $i += 2) {
-        $left[$entries[$i]] = ((int) $entries[$i + 1] - $now) / 1000;
-    }
-    return $left;
-};
+$readLeases = fn (string $name) => br_shared_leases($raw, $holders($name));
 $token = fn (Key $key) => $key->hasState(LeaseStore::class) ? $key->getState(LeaseStore::class) : null;
 $childPrelude = 'require "Symfony/Component/Lock/autoload.php"; require ' . rl_export(BR_BRIDGE . '/autoload.php') . ';'
     . ' $factory = new Symfony\Component\Lock\LockFactory(new RedisLease\Bridge\Symfony\LeaseStore(' . rl_export($dsn) . '));'
