@@ -166,7 +166,9 @@ $short = $factory->createLockFromKey($shortKey, 1.0);
 rl_same('a read lock with a 1 s ttl', true, $short->acquireRead());
 $expiredToken = $token($shortKey);
 rl_ok('... its hold ends in Redis by itself', rl_wait_until(fn () => !$short->isAcquired(), 10.0));
-rl_same('... isAcquired() false, and no hold left', [false, 0], [$short->isAcquired(), $raw->cmd('EXISTS', $holders('short'))]);
+// Redis drops the set at the lease's end to the millisecond, which may be just after the check above.
+rl_same('... isAcquired() false, no live read hold left', [false, []],
+    [$short->isAcquired(), array_filter($readLeases('short'), fn (float $left) => $left > 0)]);
 rl_throws('refresh() of it: LockConflictedException', LockConflictedException::class, fn () => $short->refresh(10.0));
 rl_same('acquire() afterwards takes the free lock afresh (as Symfony\'s RedisStore), with a new token',
     [true, true], [$short->acquire(), $token($shortKey) !== $expiredToken]);
@@ -233,7 +235,7 @@ ok: acquireRead() with it downgrades again
 ok: release(): nothing left
 ok: a read lock with a 1 s ttl
 ok: ... its hold ends in Redis by itself
-ok: ... isAcquired() false, and no hold left
+ok: ... isAcquired() false, no live read hold left
 ok: refresh() of it: LockConflictedException
 ok: acquire() afterwards takes the free lock afresh (as Symfony's RedisStore), with a new token
 ok: acquireRead() of an empty resource: ValueError
