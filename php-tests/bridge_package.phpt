@@ -1,10 +1,11 @@
 --TEST--
-Bridge, the package: bridge/composer.json names the package, requires ext-redis_lease, declares Laravel 10-12 and Symfony 6.4-7.x, maps RedisLease\Bridge\ to src/ (every file there is the class its path names) and lists the Laravel provider; the classes implement the frameworks' interfaces with the signatures of both the tested (Laravel 8.83, Symfony 5.4) and the declared versions
+Bridge, the package: bridge/composer.json names the package, requires ext-redis_lease, declares Laravel 10-12 and Symfony 6.4-7.x (Lock and Semaphore), maps RedisLease\Bridge\ to src/ (every file there is the class its path names) and lists the Laravel provider; the classes implement the frameworks' interfaces with the signatures of both the tested (Laravel 8.83, Symfony 5.4) and the declared versions
 --FILE--
 <?php
 require __DIR__ . '/bridge-app/harness.inc';
 require 'Illuminate/autoload.php';
 require 'Symfony/Component/Lock/autoload.php';
+require 'Symfony/Component/Semaphore/autoload.php';
 
 $composer = json_decode(file_get_contents(BR_BRIDGE . '/composer.json'), true, 512, JSON_THROW_ON_ERROR);
 rl_same('name', 'redis-lease/bridge', $composer['name'] ?? null);
@@ -12,6 +13,8 @@ rl_same('requires the extension', '*', $composer['require']['ext-redis_lease'] ?
 rl_same('PSR-4: RedisLease\\Bridge\\ -> src/', ['RedisLease\\Bridge\\' => 'src/'], $composer['autoload']['psr-4'] ?? null);
 rl_same('Laravel 10-12 declared (older and newer refused)', '<10.0 || >=13.0', $composer['conflict']['laravel/framework'] ?? null);
 rl_same('Symfony 6.4-7.x declared (older and newer refused)', '<6.4 || >=8.0', $composer['conflict']['symfony/lock'] ?? null);
+rl_same('... for Symfony Semaphore as for Lock', [$composer['conflict']['symfony/lock'] ?? null, substr($composer['suggest']['symfony/lock'] ?? '', 0, 15)],
+    [$composer['conflict']['symfony/semaphore'] ?? null, substr($composer['suggest']['symfony/semaphore'] ?? '', 0, 15)]);
 
 // Composer's PSR-4 rule, from composer.json itself (not bridge/autoload.php).
 foreach ($composer['autoload']['psr-4'] as $prefix => $dir) {
@@ -35,7 +38,8 @@ foreach ($classes as $path => $class) {
 }
 $classes = array_values($classes);
 rl_same('the classes', ['RedisLease\\Bridge\\Laravel\\LeaseLock', 'RedisLease\\Bridge\\Laravel\\LeaseStore',
-    'RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', 'RedisLease\\Bridge\\Symfony\\LeaseStore'], $classes);
+    'RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', 'RedisLease\\Bridge\\Symfony\\LeaseSemaphoreStore',
+    'RedisLease\\Bridge\\Symfony\\LeaseStore'], $classes);
 rl_same('extra.laravel.providers: the provider', ['RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider'], $composer['extra']['laravel']['providers'] ?? null);
 rl_ok('... a ServiceProvider', is_subclass_of('RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', Illuminate\Support\ServiceProvider::class));
 
@@ -56,15 +60,25 @@ foreach (['get', 'block', 'release', 'forceRelease', 'owner', 'refresh', 'isOwne
 rl_same('Laravel: LeaseLock\'s overrides take untyped parameters, as Laravel 8-12 declare them', [], $typed);
 
 $sf = RedisLease\Bridge\Symfony\LeaseStore::class;
-rl_ok('Symfony: LeaseStore is a PersistingStoreInterface and a BlockingStoreInterface',
-    is_subclass_of($sf, Symfony\Component\Lock\PersistingStoreInterface::class) && is_subclass_of($sf, Symfony\Component\Lock\BlockingStoreInterface::class));
+rl_ok('Symfony: LeaseStore is a PersistingStoreInterface, a BlockingStoreInterface and a BlockingSharedLockStoreInterface',
+    is_subclass_of($sf, Symfony\Component\Lock\PersistingStoreInterface::class) && is_subclass_of($sf, Symfony\Component\Lock\BlockingStoreInterface::class)
+    && is_subclass_of($sf, Symfony\Component\Lock\BlockingSharedLockStoreInterface::class));
+$sem = RedisLease\Bridge\Symfony\LeaseSemaphoreStore::class;
+rl_ok('Symfony: LeaseSemaphoreStore is a Semaphore PersistingStoreInterface', is_subclass_of($sem, Symfony\Component\Semaphore\PersistingStoreInterface::class));
 // Symfony 7 declares these return types on the interfaces (5.4 none, 6.4 only exists(): bool).
 $returns = [];
-foreach (['save', 'delete', 'exists', 'putOffExpiration', 'waitAndSave'] as $m) {
-    $returns[$m] = (string) (new ReflectionMethod($sf, $m))->getReturnType();
+foreach (['save', 'delete', 'exists', 'putOffExpiration', 'waitAndSave', 'saveRead', 'waitAndSaveRead'] as $m) {
+    $returns["LeaseStore::$m"] = (string) (new ReflectionMethod($sf, $m))->getReturnType();
 }
-rl_same('Symfony: return types as 7.x declares them', ['save' => 'void', 'delete' => 'void', 'exists' => 'bool',
-    'putOffExpiration' => 'void', 'waitAndSave' => 'void'], $returns);
+foreach (['save', 'delete', 'exists', 'putOffExpiration'] as $m) {
+    $returns["LeaseSemaphoreStore::$m"] = (string) (new ReflectionMethod($sem, $m))->getReturnType();
+}
+rl_same('Symfony: return types as 7.x declares them', ['LeaseStore::save' => 'void', 'LeaseStore::delete' => 'void',
+    'LeaseStore::exists' => 'bool', 'LeaseStore::putOffExpiration' => 'void', 'LeaseStore::waitAndSave' => 'void',
+    'LeaseStore::saveRead' => 'void', 'LeaseStore::waitAndSaveRead' => 'void', 'LeaseSemaphoreStore::save' => 'void',
+    'LeaseSemaphoreStore::delete' => 'void', 'LeaseSemaphoreStore::exists' => 'bool', 'LeaseSemaphoreStore::putOffExpiration' => 'void'], $returns);
+rl_same('Laravel: LeaseStore::semaphore() returns a DistributedSemaphore', 'DistributedSemaphore',
+    (string) (new ReflectionMethod(RedisLease\Bridge\Laravel\LeaseStore::class, 'semaphore'))->getReturnType());
 
 // A DSN may carry a password: it never shows in the arguments of a trace.
 $traces = '';
@@ -78,6 +92,15 @@ foreach ([fn () => new RedisLease\Bridge\Laravel\LeaseStore('redis://:s3cret@127
 }
 rl_ok('bad configuration is refused without the DSN\'s password in the exception or its trace',
     $traces !== '' && !str_contains($traces, 's3cret') && str_contains($traces, 'SensitiveParameterValue'), $traces);
+// Every DSN parameter of the bridge's classes is #[SensitiveParameter], including those with nothing to refuse.
+$plain = [];
+foreach ([RedisLease\Bridge\Laravel\LeaseStore::class, RedisLease\Bridge\Symfony\LeaseStore::class, $sem] as $class) {
+    $p = new ReflectionParameter([$class, '__construct'], 'dsn');
+    if ($p->getAttributes(SensitiveParameter::class) === []) {
+        $plain[] = $class;
+    }
+}
+rl_same('... every constructor\'s $dsn is a SensitiveParameter', [], $plain);
 echo "done\n";
 ?>
 --EXPECT--
@@ -86,9 +109,11 @@ ok: requires the extension
 ok: PSR-4: RedisLease\Bridge\ -> src/
 ok: Laravel 10-12 declared (older and newer refused)
 ok: Symfony 6.4-7.x declared (older and newer refused)
+ok: ... for Symfony Semaphore as for Lock
 ok: src/ file declares RedisLease\Bridge\Laravel\LeaseLock
 ok: src/ file declares RedisLease\Bridge\Laravel\LeaseStore
 ok: src/ file declares RedisLease\Bridge\Laravel\RedisLeaseServiceProvider
+ok: src/ file declares RedisLease\Bridge\Symfony\LeaseSemaphoreStore
 ok: src/ file declares RedisLease\Bridge\Symfony\LeaseStore
 ok: the classes
 ok: extra.laravel.providers: the provider
@@ -96,7 +121,10 @@ ok: ... a ServiceProvider
 ok: Laravel: LeaseStore is a cache Store and a LockProvider
 ok: Laravel: LeaseLock extends Illuminate\Cache\Lock
 ok: Laravel: LeaseLock's overrides take untyped parameters, as Laravel 8-12 declare them
-ok: Symfony: LeaseStore is a PersistingStoreInterface and a BlockingStoreInterface
+ok: Symfony: LeaseStore is a PersistingStoreInterface, a BlockingStoreInterface and a BlockingSharedLockStoreInterface
+ok: Symfony: LeaseSemaphoreStore is a Semaphore PersistingStoreInterface
 ok: Symfony: return types as 7.x declares them
+ok: Laravel: LeaseStore::semaphore() returns a DistributedSemaphore
 ok: bad configuration is refused without the DSN's password in the exception or its trace
+ok: ... every constructor's $dsn is a SensitiveParameter
 done

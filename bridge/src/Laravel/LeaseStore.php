@@ -4,12 +4,14 @@ namespace RedisLease\Bridge\Laravel;
 
 use BadMethodCallException;
 use Closure;
+use DistributedSemaphore;
 use Illuminate\Contracts\Cache\LockProvider;
 use Illuminate\Contracts\Cache\Store;
 use InvalidArgumentException;
 
 /**
- * The `redis_lease` cache store: its locks are redis_lease leases (LeaseLock).
+ * The `redis_lease` cache store: its locks are redis_lease leases (LeaseLock), and semaphore() gives
+ * an at-most-N limiter (DistributedSemaphore) on the same Redis and prefix.
  *
  * It keeps no cache values itself. Laravel features that need a store's values as well as its locks
  * (the scheduler's mutexes before Laravel 11 call add()/has(); an application whose default store is
@@ -62,6 +64,24 @@ class LeaseStore implements Store, LockProvider
     public function restoreLock($name, #[\SensitiveParameter] $owner)
     {
         return $this->lock($name, 0, $owner);
+    }
+
+    /**
+     * An at-most-`$limit` semaphore on this store's Redis and prefix, for what Laravel's
+     * `Cache::funnel()` does with `$limit` slot locks and polling: `Cache::store('leases')
+     * ->semaphore('exports', 3, 60)->synchronized($callback, wait: 10)` waits in the extension's FIFO
+     * queue and is handed a permit by a release (RedisLease\LockTimeoutException after `wait`).
+     * Its permits are not funnel()'s slot locks: the two never count each other's holders.
+     *
+     * @param int $seconds Each permit's lease, never renewed (funnel()'s releaseAfter); 0 (Laravel's
+     *        "no expiry"): a `renew_ttl` lease the extension's watchdog renews while the object holds
+     *        it, as LeaseLock does for a callback.
+     */
+    public function semaphore(string $name, int $limit, $seconds = 60): DistributedSemaphore
+    {
+        return $seconds > 0
+            ? new DistributedSemaphore($this->prefix . $name, $limit, (float) $seconds, $this->dsn)
+            : new DistributedSemaphore($this->prefix . $name, $limit, $this->renewTtl, $this->dsn, true);
     }
 
     public function getPrefix()

@@ -3,6 +3,7 @@
 namespace RedisLease\Bridge\Symfony;
 
 use DistributedLock;
+use Symfony\Component\Lock\BlockingSharedLockStoreInterface;
 use Symfony\Component\Lock\BlockingStoreInterface;
 use Symfony\Component\Lock\Exception\InvalidTtlException;
 use Symfony\Component\Lock\Exception\LockConflictedException;
@@ -17,17 +18,20 @@ use Symfony\Component\Lock\Key;
  * A hold is detached from its DistributedLock as soon as it is taken: as with Symfony's RedisStore,
  * it lives until its ttl or its release, not until this process ends.
  *
- * Blocking acquires (`acquire(true)`) wait in the extension's FIFO queue and are handed the lock by the
- * release, instead of Symfony's 100 ms polling.
+ * Blocking acquires (`acquire(true)`, `acquireRead(true)`) wait in the extension's FIFO queue and are
+ * handed the lock by the release, instead of Symfony's 100 ms polling.
  *
- * Shared (read) locks: not yet. SharedLockStoreInterface (saveRead) and
- * BlockingSharedLockStoreInterface (waitAndSaveRead) belong here once the extension has read leases;
- * until then Symfony's Lock::acquireRead() takes an exclusive lock on this store (its documented
- * fallback for stores without shared locks).
+ * Shared locks (`acquireRead()`) are the extension's read holds: readers share the lock, a writer has
+ * it alone, and a reader arriving while a writer waits queues behind it. The Key keeps one hold, read
+ * or write: `acquire()` on a Key holding a read lock upgrades it and `acquireRead()` on one holding a
+ * write lock downgrades it, both done by the extension on the same token, so nobody gets in between.
+ * An upgrade that would deadlock (another reader of the lock is upgrading too) is refused at once:
+ * `acquire()` returns false, `acquire(true)` throws LockConflictedException, and the Key keeps its
+ * read lock.
  */
-final class LeaseStore implements BlockingStoreInterface
+final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface
 {
-    /** The longest wait DistributedLock::acquire() takes (30 days): waitAndSave() waits in such turns. */
+    /** The longest wait DistributedLock::acquire() takes (30 days): blocking saves wait in such turns. */
     private const MAX_WAIT = 2592000.0;
 
     /**
@@ -42,30 +46,37 @@ final class LeaseStore implements BlockingStoreInterface
         }
     }
 
-    /** Takes the lock if it is free, or extends it if this Key holds it already. */
+    /**
+     * Takes the lock alone if it is free; extends it if this Key holds it alone already, or upgrades
+     * this Key's read lock if no other reader holds the lock.
+     */
     public function save(Key $key): void
     {
-        $key->reduceLifetime($this->initialTtl);
-        if (!$this->extendOwn($key, $this->initialTtl) && !$this->take($key, 0.0)) {
-            throw new LockConflictedException();
-        }
-        $this->checkNotExpired($key);
+        $this->trySave($key, false);
+    }
+
+    /**
+     * Takes the lock as a reader unless a writer holds it (or is first in line); extends this Key's
+     * read lock, or downgrades its write lock.
+     */
+    public function saveRead(Key $key): void
+    {
+        $this->trySave($key, true);
     }
 
     /** Waits for the lock, however long, queued: the holder's release hands it over. */
     public function waitAndSave(Key $key): void
     {
-        if (!$this->extendOwn($key, $this->initialTtl)) {
-            while (!$this->take($key, self::MAX_WAIT)) {
-            }
-        }
-        // The lease started when it was handed over, just now.
-        $key->resetLifetime();
-        $key->reduceLifetime($this->initialTtl);
-        $this->checkNotExpired($key);
+        $this->waitAndSaveAs($key, false);
     }
 
-    /** Extends the lock to `$ttl` seconds from now, if this Key still holds it. */
+    /** Waits to read, however long, queued behind the writers that came first. */
+    public function waitAndSaveRead(Key $key): void
+    {
+        $this->waitAndSaveAs($key, true);
+    }
+
+    /** Extends the lock (read or write) to `$ttl` seconds from now, if this Key still holds it. */
     public function putOffExpiration(Key $key, float $ttl): void
     {
         $key->reduceLifetime($ttl);
@@ -75,7 +86,7 @@ final class LeaseStore implements BlockingStoreInterface
         $this->checkNotExpired($key);
     }
 
-    /** Releases the lock if this Key holds it; nothing if it does not. */
+    /** Releases the lock (read or write) if this Key holds it; nothing if it does not. */
     public function delete(Key $key): void
     {
         $token = $this->token($key);
@@ -86,7 +97,7 @@ final class LeaseStore implements BlockingStoreInterface
         $key->removeState(__CLASS__);
     }
 
-    /** Whether this Key holds the lock now (one question to Redis). */
+    /** Whether this Key holds the lock now, as a reader or a writer (one question to Redis). */
     public function exists(Key $key): bool
     {
         $token = $this->token($key);
@@ -102,15 +113,58 @@ final class LeaseStore implements BlockingStoreInterface
         }
     }
 
-    /** Takes the lock within `$wait` seconds and keeps its token in the Key; the hold outlives this call. */
-    private function take(Key $key, float $wait): bool
+    private function trySave(Key $key, bool $read): void
     {
-        $lock = new DistributedLock((string) $key, $this->initialTtl, $this->dsn);
-        if (!$lock->acquire($wait)) {
-            return false;
+        $key->reduceLifetime($this->initialTtl);
+        if (!$this->claim($key, $read, 0.0)) {
+            throw new LockConflictedException();
         }
-        $key->setState(__CLASS__, $lock->detach());
-        return true;
+        $this->checkNotExpired($key);
+    }
+
+    private function waitAndSaveAs(Key $key, bool $read): void
+    {
+        while (!$this->claim($key, $read, self::MAX_WAIT)) {
+            if ($this->token($key) !== null) {
+                // A refused upgrade: the Key still reads, and waiting would deadlock with the other upgrader.
+                throw new LockConflictedException();
+            }
+        }
+        // The lease started when it was handed over, just now.
+        $key->resetLifetime();
+        $key->reduceLifetime($this->initialTtl);
+        $this->checkNotExpired($key);
+    }
+
+    /**
+     * Takes the lock (as a reader with `$read`) within `$wait` seconds, or extends or converts the
+     * Key's hold, and keeps the resulting token in the Key; the hold outlives this call.
+     */
+    private function claim(Key $key, bool $read, float $wait): bool
+    {
+        $token = $this->token($key);
+        if ($token === null) {
+            $lock = new DistributedLock((string) $key, $this->initialTtl, $this->dsn);
+            if (!($read ? $lock->acquireRead($wait) : $lock->acquire($wait))) {
+                return false;
+            }
+            $key->setState(__CLASS__, $lock->detach());
+            return true;
+        }
+        // The conversion is the extension's, on the Key's own token: no release and retake in between.
+        $lock = DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn);
+        try {
+            return $read ? $lock->acquireRead($wait) : $lock->acquire($wait);
+        } finally {
+            // Whatever came of it, the hold (the Key's own, a fresh one after a lost one, or none)
+            // belongs to the Key, never to this object's destructor.
+            $token = $lock->detach();
+            if ($token === null) {
+                $key->removeState(__CLASS__);
+            } else {
+                $key->setState(__CLASS__, $token);
+            }
+        }
     }
 
     /** Extends the Key's hold to `$ttl`; false when it has none or lost it. */
@@ -121,9 +175,11 @@ final class LeaseStore implements BlockingStoreInterface
             return false;
         }
         $lock = DistributedLock::restore((string) $key, $token, $ttl, $this->dsn);
-        $extended = $lock->refresh($ttl);
-        $lock->detach();
-        return $extended;
+        try {
+            return $lock->refresh($ttl);
+        } finally {
+            $lock->detach();
+        }
     }
 
     private function token(Key $key): ?string
