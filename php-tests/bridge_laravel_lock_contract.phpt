@@ -109,6 +109,7 @@ $restored = $leases->restoreLock('job', $owner);
 rl_same('restoreLock($name, $owner)->owner()', $owner, $restored->owner());
 rl_same('isOwnedBy($owner) (Laravel 11+)', true, $restored->isOwnedBy($owner));
 rl_same('isOwnedBy(another token)', false, $restored->isOwnedBy(str_repeat('0', 32)));
+rl_same('isLocked() (Laravel 13), on any lock object of that name', true, $leases->lock('job', 10)->isLocked());
 rl_same('refresh(60) (Laravel 12) extends it', true, $restored->refresh(60));
 rl_ok('... to 60 s', $pttl('job') > 59000, rl_fmt($pttl('job')));
 rl_same('... and the hold stays after the restored object goes', 1, $raw->cmd('EXISTS', $key('job')));
@@ -117,6 +118,7 @@ rl_ok('... 120 s, never "no expiry"', $pttl('job') > 119000 && $pttl('job') <= 1
 rl_same('release() in this process', true, $restored->release());
 rl_same('... it is free', 0, $raw->cmd('EXISTS', $key('job')));
 rl_same('isOwnedBy($owner) afterwards: false', false, $restored->isOwnedBy($owner));
+rl_same('isLocked() afterwards: false', false, $restored->isLocked());
 rl_same('refresh() of a released lock: false', false, $restored->refresh(10));
 rl_throws('restoreLock() with an owner that is not a token: ValueError at its use', ValueError::class,
     fn () => $leases->restoreLock('job', 'my-owner')->release());
@@ -242,6 +244,7 @@ ok: ... the lock lives on
 ok: restoreLock($name, $owner)->owner()
 ok: isOwnedBy($owner) (Laravel 11+)
 ok: isOwnedBy(another token)
+ok: isLocked() (Laravel 13), on any lock object of that name
 ok: refresh(60) (Laravel 12) extends it
 ok: ... to 60 s
 ok: ... and the hold stays after the restored object goes
@@ -250,6 +253,7 @@ ok: ... 120 s, never "no expiry"
 ok: release() in this process
 ok: ... it is free
 ok: isOwnedBy($owner) afterwards: false
+ok: isLocked() afterwards: false
 ok: refresh() of a released lock: false
 ok: restoreLock() with an owner that is not a token: ValueError at its use
 ok: a lock given an owner: acquire() takes it

@@ -153,6 +153,14 @@ class LeaseLock extends Lock
     }
 
     /**
+     * Whether anyone holds the lock now (Laravel 13's isLocked()), without taking it. One read of Redis.
+     */
+    public function isLocked()
+    {
+        return DistributedLock::isLocked($this->name, $this->dsn);
+    }
+
+    /**
      * Whether `$owner` (a token from owner()) holds the lock now. One question to Redis.
      */
     public function isOwnedBy(#[\SensitiveParameter] $owner)

@@ -21,13 +21,9 @@ use Symfony\Component\Semaphore\PersistingStoreInterface;
  * takes one permit per hold; taking several with several holds would not be one step (two callers
  * could each get part of what they need and wait for each other), so it is left to the extension.
  *
- * The permit lives in the DistributedSemaphore object kept in the Key's state, because the extension
- * cannot yet hand a permit from one object to another (DistributedSemaphore has no restore() and no
- * detach()). Hence, unlike Symfony's RedisStore:
- * - the permit ends when the Key object goes (or at the end of the request or process), even with
- *   `autoRelease: false`, if it has not been released or expired before;
- * - a Key holding a permit cannot be serialized (PHP refuses to serialize the DistributedSemaphore in
- *   its state), so it cannot carry its permit to another process (Messenger).
+ * The Key keeps only the permit's token, as Symfony's RedisStore does: the permit outlives the Semaphore
+ * and the Key objects (with `autoRelease: false`) until its ttl, and a serialized Key carries it to another
+ * process, where delete(), putOffExpiration() and exists() act on it by its token.
  */
 final class LeaseSemaphoreStore implements PersistingStoreInterface
 {
@@ -58,7 +54,8 @@ final class LeaseSemaphoreStore implements PersistingStoreInterface
         if (!$permit->acquire()) {
             throw new SemaphoreAcquiringException($key, sprintf('all %d permits are held', $key->getLimit()));
         }
-        $key->setState(__CLASS__, $permit);
+        // The permit outlives this object: released by its token (delete()) or at its ttl.
+        $key->setState(__CLASS__, $permit->detach());
     }
 
     /**
@@ -77,7 +74,7 @@ final class LeaseSemaphoreStore implements PersistingStoreInterface
     /** Gives the Key's permit back, if it still holds one; nothing if it does not. */
     public function delete(Key $key): void
     {
-        $permit = $this->permit($key);
+        $permit = $this->permit($key, 1.0);
         if ($permit === null) {
             return;
         }
@@ -88,17 +85,38 @@ final class LeaseSemaphoreStore implements PersistingStoreInterface
     /** Whether the Key holds a permit now (one question to Redis). */
     public function exists(Key $key): bool
     {
-        return $this->permit($key)?->isAcquired() ?? false;
+        $permit = $this->permit($key, 1.0);
+        if ($permit === null) {
+            return false;
+        }
+        try {
+            return $permit->isAcquired();
+        } finally {
+            // A check never releases the permit when the object goes.
+            $permit->detach();
+        }
     }
 
     private function extendOwn(Key $key, float $ttl): bool
     {
-        return $this->permit($key)?->refresh($ttl) ?? false;
+        $permit = $this->permit($key, $ttl);
+        if ($permit === null) {
+            return false;
+        }
+        try {
+            return $permit->refresh($ttl);
+        } finally {
+            $permit->detach();
+        }
     }
 
-    private function permit(Key $key): ?DistributedSemaphore
+    /** The Key's permit, by its token (nothing asked of Redis yet); null when it took none. */
+    private function permit(Key $key, float $ttl): ?DistributedSemaphore
     {
-        return $key->hasState(__CLASS__) ? $key->getState(__CLASS__) : null;
+        if (!$key->hasState(__CLASS__)) {
+            return null;
+        }
+        return DistributedSemaphore::restore((string) $key, $key->getLimit(), $key->getState(__CLASS__), $ttl, $this->dsn);
     }
 
     private static function checkTtl(float $ttl): void
