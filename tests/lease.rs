@@ -649,3 +649,75 @@ fn a_lost_lease_gets_no_fence() {
     assert!(fb > 0);
     assert!(a.release(&hb, false).unwrap());
 }
+
+#[test]
+fn every_script_compiles_with_the_helpers_it_uses() {
+    // Each script carries only the parts of lib.lua it uses (scripts.rs
+    // `compose`): one left out would fail only when its path runs, as a call
+    // of an undefined global. Redis compiles a script at SCRIPT LOAD, and
+    // refuses a global's use at run time only, so the check here is the
+    // source's: every name defined in lib.lua and used in a script is defined
+    // in that script.
+    use redis_lease::core::scripts::*;
+    let lib = include_str!("../src/core/scripts/lib.lua");
+    let defined: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("local function ")
+                .or_else(|| l.strip_prefix("local "))
+        })
+        .map(|rest| {
+            rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert!(defined.len() > 20, "{defined:?}");
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let all = [
+        &ACQUIRE,
+        &RELEASE,
+        &FORCE_RELEASE,
+        &REFRESH,
+        &INSPECT,
+        &HELD,
+        &FENCE,
+        &RESOLVE,
+        &SESSION_OPEN,
+        &SESSION_SAVE,
+        &SESSION_REVOKE,
+        &SESSION_PUT,
+    ];
+    for script in all {
+        let source = &script.source;
+        let code: String = source
+            .lines()
+            .map(|l| l.split("--").next().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for name in &defined {
+            let used = code
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == *name);
+            let defines = source.contains(&format!("local function {name}("))
+                || source.contains(&format!("local {name} ="));
+            assert!(
+                !used || defines,
+                "a script uses {name} without defining it:\n{source}"
+            );
+        }
+        let sha: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(source.as_str())
+            .query(&mut raw)
+            .unwrap();
+        assert_eq!(sha, script.get_hash());
+    }
+    // Smaller than lib.lua and the script together, for the scripts that need
+    // little of it.
+    assert!(
+        RELEASE.source.len() < lib.len(),
+        "release carries all of lib.lua"
+    );
+}

@@ -1,7 +1,9 @@
 //! The Lua scripts, compiled into the extension and hashed once per process.
 //!
-//! Each script is `scripts/lib.lua` (helpers shared by all of them: EVALSHA
-//! scripts cannot call each other) followed by its own file. A script runs by
+//! Each script is its own file preceded by the parts of `scripts/lib.lua` it uses
+//! (helpers shared by all of them: EVALSHA scripts cannot call each other). Only
+//! those: Redis runs a script's whole chunk on every call, and defining every
+//! helper each time cost a lock about 8 µs per script. A script runs by
 //! EVALSHA; when Redis does not know it (a restart, `SCRIPT FLUSH`, Redis 8
 //! evicting scripts beyond 500) it runs by EVAL with its source, which also
 //! caches it: one step that cannot be undone by a flush in between, as
@@ -14,13 +16,13 @@ use redis::{ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ServerErrorK
 
 /// One script: its source and SHA-1.
 pub struct Lua {
-    pub source: &'static str,
+    pub source: String,
     hash: String,
 }
 
 impl Lua {
-    fn new(source: &'static str) -> Lua {
-        let hash = redis::Script::new(source).get_hash().to_string();
+    fn new(source: String) -> Lua {
+        let hash = redis::Script::new(&source).get_hash().to_string();
         Lua { source, hash }
     }
 
@@ -128,12 +130,75 @@ impl<'a> Invocation<'a> {
     }
 }
 
+/// `body` preceded by the definitions of `lib` it uses, directly or through
+/// another definition, in `lib`'s order. A definition is a top-level `local`
+/// statement (a function or a constant) with the comment lines just above it.
+fn compose(lib: &str, body: &str) -> String {
+    let mut defs: Vec<(String, String)> = Vec::new();
+    let mut pending = String::new();
+    for line in lib.lines() {
+        let name = line
+            .strip_prefix("local function ")
+            .or_else(|| line.strip_prefix("local "))
+            .map(|rest| identifiers(rest).next().unwrap_or_default().to_string());
+        match name {
+            Some(name) => defs.push((name, std::mem::take(&mut pending) + line + "\n")),
+            None if line.starts_with("--") || line.is_empty() => {
+                pending.push_str(line);
+                pending.push('\n');
+            }
+            None => {
+                // The rest of the definition above.
+                if let Some((_, text)) = defs.last_mut() {
+                    text.push_str(&std::mem::take(&mut pending));
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    let mut wanted: Vec<bool> = vec![false; defs.len()];
+    let mut todo: Vec<&str> = vec![body];
+    while let Some(text) = todo.pop() {
+        for word in identifiers(&code_of(text)) {
+            if let Some(i) = defs.iter().position(|(name, _)| name == word) {
+                if !wanted[i] {
+                    wanted[i] = true;
+                    todo.push(&defs[i].1);
+                }
+            }
+        }
+    }
+    let mut source: String = defs
+        .iter()
+        .zip(&wanted)
+        .filter(|(_, &w)| w)
+        .map(|((_, text), _)| text.as_str())
+        .collect();
+    source.push_str(body);
+    source
+}
+
+/// `text` without its comments (a name in a comment is no use of it).
+fn code_of(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split("--").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The Lua identifiers in `text`.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
 macro_rules! script {
     ($name:ident, $file:literal) => {
         pub static $name: LazyLock<Lua> = LazyLock::new(|| {
-            Lua::new(concat!(
+            Lua::new(compose(
                 include_str!("scripts/lib.lua"),
-                include_str!(concat!("scripts/", $file))
+                include_str!(concat!("scripts/", $file)),
             ))
         });
     };

@@ -985,7 +985,7 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
             // EVAL (which also loads it) when Redis does not know the script.
             let mut c = redis::cmd(if eval { "EVAL" } else { "EVALSHA" });
             c.arg(if eval {
-                scripts::REFRESH.source
+                scripts::REFRESH.source.as_str()
             } else {
                 scripts::REFRESH.get_hash()
             })

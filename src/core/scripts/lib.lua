@@ -1,5 +1,5 @@
 -- Model: tests/model/redis.rs, the methods of `Script` named after these functions.
--- Shared by the lease scripts: scripts.rs puts this in front of each one when it
+-- Shared by the lease scripts: scripts.rs puts what each one uses in front of it when it
 -- is loaded (EVALSHA scripts cannot call each other).
 --
 -- A lock's value is '<token>:<fence>'; the fence is empty until assigned (an
