@@ -35,7 +35,7 @@ esac
 case "$(uname -s)" in
     Linux)
         os=linux
-        if ldd --version 2>&1 | grep -qi musl; then libc=musl; else libc=glibc; fi
+        if grep -qi musl <<<"$(ldd --version 2>&1)"; then libc=musl; else libc=glibc; fi
         ;;
     Darwin) os=darwin libc=bsdlibc ;;
     *) echo "package-binary.sh: no PIE name for $(uname -s)" >&2; exit 2 ;;

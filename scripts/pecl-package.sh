@@ -92,5 +92,6 @@ cd "$work/build/redis_lease-$version"
 # Reuse the dependencies already built for this checkout.
 export CARGO_TARGET_DIR=$OLDPWD/target
 { phpize && ./configure && make; } >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
-php -n -d "extension=$PWD/modules/redis_lease.so" --ri redis_lease | grep -q 'redis_lease support => enabled'
+# grep reads a here-string: "php | grep -q" fails under pipefail when grep stops reading early.
+grep -q 'redis_lease support => enabled' <<<"$(php -n -d "extension=$PWD/modules/redis_lease.so" --ri redis_lease)"
 echo "pecl package: $(basename "$tgz") builds and loads"
