@@ -2,10 +2,11 @@
 # Installs what building and testing redis_lease needs on Debian 12, when missing.
 set -euo pipefail
 
-packages=(php8.2-dev php8.2-cli php8.2-fpm php-pear redis-server libclang-dev clang php8.2-redis)
+# debootstrap makes the chroots of scripts/cells.sh; shellcheck lints the shell scripts.
+packages=(php8.2-dev php8.2-cli php8.2-fpm php-pear redis-server libclang-dev clang php8.2-redis debootstrap shellcheck)
 missing=()
 for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
 done
 # The packaging linters come from PyPI and npm (scripts/lint-packaging.sh).
 command -v node >/dev/null || missing+=(nodejs npm)
