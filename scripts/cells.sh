@@ -188,10 +188,9 @@ enter_root() {
     if [[ -n ${CELLS_BIND_REPO:-} ]]; then
         mnt "$dir/repo" --bind "$CELLS_BIND_REPO" && mount -o remount,bind,ro "$dir/repo" || return 1
     fi
+    # The host's name resolution (debootstrap writes no /etc/hosts: the TLS tests connect to "localhost").
     cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null
-    # debootstrap writes no /etc/hosts: the TLS tests connect to "localhost".
-    grep -qw localhost "$dir/etc/hosts" 2>/dev/null ||
-        printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >>"$dir/etc/hosts"
+    cp /etc/hosts "$dir/etc/hosts" || return 1
     local status=0
     chroot "$dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb USER=root RUST_BACKTRACE=1 DEBIAN_FRONTEND=noninteractive \
         RUSTUP_AUTO_INSTALL=0 PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

@@ -65,6 +65,7 @@ rm -f "$counts"
 passed=$((passed + pp))
 failed=$((failed + pf))
 echo "host (PHP $(php -r 'echo PHP_VERSION;'), $(redis-server --version | cut -d' ' -f1-3)): $passed passed, $failed failed"
+host_seconds=$SECONDS
 
 # The cells: the cargo and PHPT tests again on other PHP and server versions.
 wait "$cells_prepare"
@@ -82,5 +83,6 @@ rm -f "$counts"
 passed=$((passed + xp))
 failed=$((failed + xf))
 
+echo "time: host ${host_seconds} s, cells $((SECONDS - host_seconds)) s, in all $((SECONDS / 60)) min $((SECONDS % 60)) s"
 echo "$passed passed, $failed failed"
 ((failed == 0))
