@@ -30,6 +30,8 @@
 # never visible outside, and the kernel ends every process left in it (redis-server, php-fpm) when
 # it ends, even if this script is killed; the mounts are also unmounted in reverse order on any exit.
 #
+# The tests of a cell see RL_CELL=<its name> (unset on the host).
+#
 # Environment: CELLS (cell names, space-separated; default all; "none": skip, said loudly),
 # CELLS_CACHE, CELLS_MIRROR (default http://deb.debian.org/debian), CELLS_COUNTS_FILE ("passed failed"
 # is written there), CELLS_LOG (prepare: append its output there instead of stdout).
@@ -307,7 +309,8 @@ test_in_root() {
     local cell=$1 server=$2
     cd /build/src || return 1
     use_server "$server" || return 1
-    export CARGO_TARGET_DIR=/build/target PHP_CONFIG PHP
+    # RL_CELL names the cell to the tests (unset on the host), should one need to tell.
+    export CARGO_TARGET_DIR=/build/target PHP_CONFIG PHP RL_CELL=$cell
     PHP_CONFIG=$(command -v php-config)
     PHP=$("$PHP_CONFIG" --php-binary)
 
@@ -367,6 +370,14 @@ run_cells() {
     # Crates for --offline in the chroots: the host's cargo fetches what Cargo.lock names (no-op when
     # the host's own build has).
     (cd "$repo" && cargo fetch --locked --quiet) || log "cargo fetch failed: the builds in the chroots may fail"
+    # One run at a time per cache: runs share each chroot's /build (the clone and the build output).
+    mkdir -p "$cache"
+    local run_lock
+    exec {run_lock}>"$cache/run.lock"
+    if ! flock -n "$run_lock"; then
+        log "waiting for another cells run (of this cache) to end"
+        flock "$run_lock"
+    fi
     if [[ -n $(git -C "$repo" status --porcelain --untracked-files=no) ]]; then
         log "note: the cells test the committed HEAD $(git -C "$repo" rev-parse --short HEAD), not the uncommitted changes"
     fi
