@@ -6,10 +6,10 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 missing=()
 for p in php8.2-redis php-symfony-lock php-laravel-framework; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
 done
 # Symfony Semaphore 5.4 (php-symfony-semaphore), the semaphore anchor of scenarios 7 and 8.
-dpkg-query -W -f='${Status}' php-symfony-semaphore 2>/dev/null | grep "install ok installed" >/dev/null || missing+=(php-symfony-semaphore)
+[[ $(dpkg-query -W -f='${Status}' php-symfony-semaphore 2>/dev/null) == "install ok installed" ]] || missing+=(php-symfony-semaphore)
 if ((${#missing[@]})); then
     if [[ $(id -u) -ne 0 ]]; then sudo=sudo; else sudo=; fi
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -3,6 +3,8 @@
 set -euo pipefail
 
 packages=(php8.2-dev php8.2-cli php8.2-fpm php-pear redis-server libclang-dev clang php8.2-redis)
+# debootstrap makes the chroots of scripts/cells.sh; shellcheck lints the shell scripts.
+packages+=(debootstrap shellcheck)
 # The frameworks the bridge (bridge/) is tested against, from Debian (no Composer registry here), each
 # with its own autoloader under /usr/share/php: Laravel 8.83 (Illuminate/autoload.php, all of
 # Illuminate\* and its dependencies) and Symfony 5.4 (Symfony/Component/<Name>/autoload.php for
@@ -11,7 +13,7 @@ packages+=(php-laravel-framework php-symfony-http-foundation php-symfony-http-ke
     php-symfony-semaphore php8.2-mbstring php8.2-opcache)
 missing=()
 for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
 done
 # The packaging linters come from PyPI and npm (scripts/lint-packaging.sh).
 command -v node >/dev/null || missing+=(nodejs npm)

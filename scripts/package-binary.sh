@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 check=false
 if [[ ${1:-} == --check ]]; then check=true; shift; fi
-version=$(awk -F'"' '/^version = /{print $2; exit}' Cargo.toml)
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 tag=${1:-v$version}
 
 php_config=$(command -v php-config) || { echo "package-binary.sh: php-config not found" >&2; exit 2; }
@@ -35,7 +35,7 @@ esac
 case "$(uname -s)" in
     Linux)
         os=linux
-        if ldd --version 2>&1 | grep -i musl >/dev/null; then libc=musl; else libc=glibc; fi
+        if grep -qi musl <<<"$(ldd --version 2>&1)"; then libc=musl; else libc=glibc; fi
         ;;
     Darwin) os=darwin libc=bsdlibc ;;
     *) echo "package-binary.sh: no PIE name for $(uname -s)" >&2; exit 2 ;;

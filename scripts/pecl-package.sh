@@ -6,7 +6,7 @@
 #                                    extension from it (phpize, configure, make)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version=$(awk -F'"' '/^version = /{print $2; exit}' Cargo.toml)
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 files() {
     printf '%s\n' config.m4 ext/config.m4 ext/Makefile.frag Cargo.toml Cargo.lock build.rs LICENSE README.md \
@@ -92,5 +92,6 @@ cd "$work/build/redis_lease-$version"
 # Reuse the dependencies already built for this checkout.
 export CARGO_TARGET_DIR=$OLDPWD/target
 { phpize && ./configure && make; } >"$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
-php -n -d "extension=$PWD/modules/redis_lease.so" --ri redis_lease | grep 'redis_lease support => enabled' >/dev/null
+# grep reads a here-string: "php | grep -q" fails under pipefail when grep stops reading early.
+grep -q 'redis_lease support => enabled' <<<"$(php -n -d "extension=$PWD/modules/redis_lease.so" --ri redis_lease)"
 echo "pecl package: $(basename "$tgz") builds and loads"

@@ -60,7 +60,8 @@ find "$tests_dir" -maxdepth 1 -type f \( -name '*.diff' -o -name '*.out' -o -nam
 
 results="$(mktemp)"
 # Checks that failed, from every attempt (see rl_ok in php-tests/inc/redis.inc).
-export RL_FAILURE_LOG="$(mktemp)"
+RL_FAILURE_LOG="$(mktemp)"
+export RL_FAILURE_LOG
 trap 'rm -f "$results" "$RL_FAILURE_LOG"' EXIT
 
 # run-tests reads these; TEST_PHP_EXECUTABLE is also what tests use to start

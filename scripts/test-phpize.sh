@@ -14,5 +14,6 @@ run make
 run make install INSTALL_ROOT="$root"
 so=$(find "$root" -name redis_lease.so)
 test -n "$so" || { echo "make install put no redis_lease.so under $root"; exit 1; }
-php -n -d "extension=$so" --ri redis_lease | grep 'redis_lease support => enabled' >/dev/null
+# grep reads a here-string: "php | grep -q" fails under pipefail when grep stops reading early.
+grep -q 'redis_lease support => enabled' <<<"$(php -n -d "extension=$so" --ri redis_lease)"
 echo "phpize route: installed and loaded $(basename "$so")"

@@ -1,0 +1,493 @@
+#!/usr/bin/env bash
+# Test cells: every test (the cargo core tests and the PHPT suite) on PHP and Redis/Valkey versions other
+# than the host's (Debian 12: PHP 8.2, Redis 7.0), each in a Debian chroot made with debootstrap.
+#
+#   scripts/cells.sh prepare          make the chroots that are not in the cache yet (network and disk:
+#                                     scripts/test.sh runs this in the background during the host tests)
+#   scripts/cells.sh run [CELL...]    build the committed HEAD in each chroot, run every test per cell;
+#                                     prints "cell NAME: cargo N passed N failed, PHPT N passed N failed"
+#                                     per cell and ends with "cells: N passed, N failed"
+#   scripts/cells.sh exec CELL [CMD]  run CMD (default: a shell) in CELL's chroot, its server first on the
+#                                     PATH as redis-server, this working tree read-only at /repo
+#   scripts/cells.sh list             the cells and their chroots
+#   scripts/cells.sh clean            delete the cached chroots
+#
+# Cells (name: PHP + server, chroot):
+#   php8.4+redis8.0    trixie: php8.4 and redis-server 8.0
+#   php8.4+valkey8.1   trixie: the same chroot and build, valkey-server 8.1 as redis-server
+#   php8.5+valkey9.1   sid: php8.5 from experimental (no phpredis for it), valkey-server 9.1
+# A cell's name is checked against what its chroot runs: when a suite moves on, the cell fails until
+# its name here is updated, so a name never claims a version that was not tested.
+#
+# Chroots are cached in $CELLS_CACHE (default /var/cache/redis_lease/cells), one per suite, under a
+# name that carries a hash of its recipe (suite, packages, the steps after debootstrap): changing the
+# recipe makes a new chroot, and the old one is deleted once the new one is ready. A fresh machine makes
+# them from scratch (deb.debian.org, about 3 GB). Inside, the host's ~/.cargo and ~/.rustup are
+# bind-mounted (toolchain and crate cache: `cargo --offline`), the repo's committed HEAD is cloned to
+# /build/src, and build output is kept in /build/target between runs.
+#
+# Everything that runs in a chroot runs in its own mount and pid namespaces (unshare): its mounts are
+# never visible outside, and the kernel ends every process left in it (redis-server, php-fpm) when
+# it ends, even if this script is killed; the mounts are also unmounted in reverse order on any exit.
+#
+# The tests of a cell see RL_CELL=<its name> (unset on the host).
+#
+# Environment: CELLS (cell names, space-separated; default all; "none": skip, said loudly),
+# CELLS_CACHE, CELLS_MIRROR (default http://deb.debian.org/debian), CELLS_COUNTS_FILE ("passed failed"
+# is written there), CELLS_LOG (prepare: append its output there instead of stdout).
+set -uo pipefail
+
+self=$(realpath "${BASH_SOURCE[0]}")
+repo=$(cd "$(dirname "$self")/.." && pwd)
+cache=${CELLS_CACHE:-/var/cache/redis_lease/cells}
+mirror=${CELLS_MIRROR:-http://deb.debian.org/debian}
+all_cells=(php8.4+redis8.0 php8.4+valkey8.1 php8.5+valkey9.1)
+apt_opts=(-q -o Acquire::Retries=5 -o Acquire::http::Timeout=30 -o Acquire::Check-Valid-Until=false
+    -o APT::Install-Recommends=false -o Dpkg::Use-Pty=0)
+
+log() { echo "cells: $*"; }
+die() { echo "cells: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- recipes
+
+cell_root() { # cell -> chroot
+    case $1 in
+        php8.4+*) echo trixie ;;
+        php8.5+*) echo sid ;;
+        *) return 1 ;;
+    esac
+}
+
+cell_server() { # cell -> redis | valkey
+    case $1 in
+        *+redis*) echo redis ;;
+        *+valkey*) echo valkey ;;
+        *) return 1 ;;
+    esac
+}
+
+root_suite() {
+    case $1 in
+        trixie) echo trixie ;;
+        sid) echo sid ;;
+    esac
+}
+
+# What debootstrap installs (--include). What the tests need besides PHP and the servers: git (the
+# clone), clang/libclang-dev (bindgen), gcc (the linker), openssl (testing/make-pki.sh), procps
+# (kill, ps), util-linux (setsid, setpriv: in minbase).
+root_packages() {
+    local common=ca-certificates,git,procps,openssl,gcc,libc6-dev,clang,libclang-dev
+    case $1 in
+        trixie) echo "$common,php8.4-dev,php8.4-cli,php8.4-fpm,php8.4-redis,php8.4-igbinary,redis-server,valkey-server" ;;
+        sid) echo "$common,valkey-server" ;;
+    esac
+}
+
+# The function run inside the new chroot after debootstrap (with the network), if any.
+root_steps() {
+    case $1 in
+        sid) echo post_install_php85 ;;
+    esac
+}
+
+# PHP 8.5 is only in experimental. Its snapshot's Release files are expired (hence
+# Check-Valid-Until=false in apt_opts), and asked for php8.5-* and sid's php-common at once, apt's
+# solvers take experimental's php-common (2:102~), which Breaks php8.5-common (unless php-common/unstable
+# happens to come last on the command line). So: sid's php-common first, held, then PHP 8.5.
+post_install_php85() {
+    echo "deb $mirror experimental main" >/etc/apt/sources.list.d/experimental.list
+    apt_update &&
+        apt-get "${apt_opts[@]}" install -y php-common/unstable &&
+        apt-mark hold php-common &&
+        apt-get "${apt_opts[@]}" install -y php8.5-common/experimental php8.5-cli/experimental \
+            php8.5-readline/experimental php8.5-dev/experimental php8.5-fpm/experimental
+}
+
+apt_update() { # apt-get update, three tries: it fails as a whole on one bad fetch
+    local i
+    for i in 1 2 3; do
+        apt-get "${apt_opts[@]}" update && return 0
+        echo "apt-get update failed (try $i of 3)" >&2
+        sleep $((i * 10)) # a pause before asking the mirror again, not a synchronisation
+    done
+    return 1
+}
+
+# The hash of everything that makes a chroot: a changed recipe is a new chroot.
+root_key() {
+    local steps
+    steps=$(root_steps "$1")
+    { root_suite "$1"; root_packages "$1"
+        [[ -z $steps ]] || { declare -f apt_update "$steps"; declare -p apt_opts; }; } | sha256sum | cut -c1-12
+}
+
+root_dir() { echo "$cache/$1-$(root_key "$1")"; }
+
+# ---------------------------------------------------------------- namespaces and mounts
+
+children=()
+on_signal() {
+    local pid
+    for pid in "${children[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    exit 130
+}
+
+# Runs "$@" in the background in new mount and pid namespaces and waits for it. --kill-child: if
+# this script dies, the kernel kills the namespace's first process, and with it every other one.
+# setpriv --pdeathsig: unshare itself dies with this script.
+# (In the background: this script's INT/TERM trap can then end it; CELLS_STDIN=1 keeps stdin for exec.)
+in_namespaces() {
+    if [[ -n ${CELLS_STDIN:-} ]]; then
+        setpriv --pdeathsig KILL -- unshare --mount --pid --fork --kill-child -- "$@" <&0 &
+    else
+        setpriv --pdeathsig KILL -- unshare --mount --pid --fork --kill-child -- "$@" &
+    fi
+    local pid=$!
+    children+=("$pid")
+    wait "$pid"
+}
+
+# Mount points under $1 in this namespace, deepest first.
+mounts_under() {
+    awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+}
+
+# Unmounts whatever an older run (or a debugging session) left mounted under $1 in this namespace;
+# fails if something stays mounted: deleting the directory would reach into a bind-mounted ~/.cargo.
+unmount_under() {
+    local m
+    for m in $(mounts_under "$1"); do umount "$m" 2>/dev/null || umount -l "$m"; done
+    [[ -z $(mounts_under "$1") ]] || { echo "cells: still mounted under $1: $(mounts_under "$1" | tr '\n' ' ')" >&2; return 1; }
+}
+
+remove_dir() {
+    [[ -e $1 ]] || return 0
+    unmount_under "$1" && rm -rf "$1"
+}
+
+# Inside in_namespaces: mount what the chroot needs, run "$@" in it, unmount in reverse order.
+enter_root() {
+    local dir=$1; shift
+    mounted=()
+    unmount_all() {
+        local i
+        for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -R "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}"; done
+        mounted=()
+    }
+    trap unmount_all EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    mnt() { # target, mount arguments...
+        local target=$1; shift
+        mkdir -p "$target" && mount "$@" "$target" && mounted+=("$target")
+    }
+    mnt "$dir/proc" -t proc proc || return 1
+    mnt "$dir/dev" --rbind /dev || return 1
+    mnt "$dir/tmp" -t tmpfs -o mode=1777,size=8g tmpfs || return 1
+    mnt "$dir/root/.cargo" --bind "$HOME/.cargo" || return 1
+    mnt "$dir/root/.rustup" --bind "$HOME/.rustup" || return 1
+    if [[ -n ${CELLS_BIND_REPO:-} ]]; then
+        mnt "$dir/repo" --bind "$CELLS_BIND_REPO" && mount -o remount,bind,ro "$dir/repo" || return 1
+    fi
+    # The host's name resolution (debootstrap writes no /etc/hosts: the TLS tests connect to "localhost").
+    cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null
+    cp /etc/hosts "$dir/etc/hosts" || return 1
+    local status=0
+    chroot "$dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb USER=root RUST_BACKTRACE=1 DEBIAN_FRONTEND=noninteractive \
+        RUSTUP_AUTO_INSTALL=0 PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        "$@" || status=$?
+    unmount_all
+    return "$status"
+}
+
+in_root() { # dir, command...: run a command in the chroot
+    in_namespaces bash "$self" __enter "$@"
+}
+
+# ---------------------------------------------------------------- making chroots
+
+check_mirror() { # suite
+    local url="$mirror/dists/$1/InRelease" out
+    if ! out=$(wget --no-verbose --tries=3 --timeout=20 -O /dev/null "$url" 2>&1); then
+        echo "cells: the Debian mirror cannot be reached: GET $url failed: $(tail -n 1 <<<"$out")" >&2
+        echo "cells: the cells need $mirror (set CELLS_MIRROR to another mirror)." >&2
+        return 1
+    fi
+}
+
+# Makes chroot $1 unless a ready one is cached. Holds $cache/$1.lock meanwhile, so a "run" waits for
+# a "prepare" in the background instead of making it a second time.
+ensure_root() {
+    local root=$1 dir lock
+    dir=$(root_dir "$root")
+    mkdir -p "$cache"
+    exec {lock}>"$cache/$root.lock"
+    flock "$lock"
+    if [[ -f $dir/.cells-ready ]]; then
+        exec {lock}>&-
+        return 0
+    fi
+    local t0=$SECONDS status=1 try new="$dir.new"
+    command -v debootstrap >/dev/null || install_host_tools || { exec {lock}>&-; return 1; }
+    log "making chroot $root ($(root_suite "$root"), recipe $(root_key "$root")) in $dir"
+    # debootstrap is tried again after a failure (a download that broke off); apt-get retries its
+    # own downloads (Acquire::Retries), so the steps after it are not.
+    for try in 1 2; do
+        remove_dir "$new" || break
+        check_mirror "$(root_suite "$root")" || break
+        mkdir -p "$new"
+        # debootstrap mounts proc and sys in the target: in namespaces of their own, nothing stays mounted.
+        if in_namespaces debootstrap --variant=minbase --include="$(root_packages "$root")" \
+            "$(root_suite "$root")" "$new" "$mirror" >"$cache/$root.debootstrap.log" 2>&1; then
+            log "debootstrap of $root took $((SECONDS - t0)) s"
+            # No service may start in the chroot (apt's postinst scripts ask policy-rc.d).
+            printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d" && chmod 755 "$new/usr/sbin/policy-rc.d"
+            local steps
+            steps=$(root_steps "$root")
+            if [[ -z $steps ]] || in_root "$new" bash -c "$(declare -f apt_update "$steps"; declare -p apt_opts mirror)
+                $steps"; then
+                status=0
+            else
+                echo "cells: the steps after debootstrap failed for $root" >&2
+            fi
+            break
+        fi
+        echo "cells: debootstrap of $root failed (try $try of 2); the end of its log:" >&2
+        tail -n 15 "$cache/$root.debootstrap.log" | sed 's/^/cells:   /' >&2
+        ((try < 2)) && sleep 15 # a pause before asking the mirror again, not a synchronisation
+    done
+    if ((status == 0)); then
+        mkdir -p "$new/build" && touch "$new/.cells-ready" && remove_dir "$dir" && mv "$new" "$dir" || status=1
+    fi
+    if ((status == 0)); then
+        log "chroot $root made in $((SECONDS - t0)) s ($(du -sh "$dir" | cut -f1))"
+        # Chroots of older recipes.
+        local old
+        for old in "$cache/$root"-*; do
+            [[ $old != "$dir" && -d $old ]] && { log "deleting $old (an older recipe)"; remove_dir "$old"; }
+        done
+    else
+        remove_dir "$new"
+        echo "cells: could not make the $root chroot" >&2
+    fi
+    exec {lock}>&-
+    return "$status"
+}
+
+install_host_tools() {
+    log "installing debootstrap"
+    apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+}
+
+# ---------------------------------------------------------------- building and testing
+
+# Inside the chroot: build the extension and the core's tests of /build/src into /build/target.
+build_in_root() {
+    cd /build/src || return 1
+    export CARGO_TARGET_DIR=/build/target PHP_CONFIG PHP
+    PHP_CONFIG=$(command -v php-config)
+    PHP=$("$PHP_CONFIG" --php-binary)
+    cargo build --release --locked --offline --quiet &&
+        cargo test --no-default-features --locked --offline --no-run --quiet
+}
+
+# Inside the chroot: run cell $1's tests against server $2 (redis | valkey); "cargo_passed cargo_failed
+# phpt_passed phpt_failed" goes to the last line of /build/counts-$1.
+# Inside the chroot: the tests start "redis-server" (and redis-cli, redis-benchmark) from the PATH:
+# server $1's binaries under those names, first on the PATH.
+use_server() {
+    local server=$1 bin=/build/bin/$1 tool
+    mkdir -p "$bin" || return 1
+    for tool in server cli benchmark; do
+        ln -sfn "/usr/bin/$server-$tool" "$bin/redis-$tool" || return 1
+    done
+    export PATH="$bin:$PATH"
+}
+
+test_in_root() {
+    local cell=$1 server=$2
+    cd /build/src || return 1
+    use_server "$server" || return 1
+    # RL_CELL names the cell to the tests (unset on the host), should one need to tell.
+    export CARGO_TARGET_DIR=/build/target PHP_CONFIG PHP RL_CELL=$cell
+    PHP_CONFIG=$(command -v php-config)
+    PHP=$("$PHP_CONFIG" --php-binary)
+
+    local want_php=${cell%%+*} want_server=${cell#*+} php_v server_v
+    php_v=php$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+    server_v=$server$(redis-server --version | sed -n 's/.* v=\([0-9]*\.[0-9]*\).*/\1/p')
+    echo "cell $cell: $(php -r 'echo "PHP ", PHP_VERSION;'), $(redis-server --version)"
+    if [[ $php_v != "$want_php" || $server_v != "$want_server" ]]; then
+        echo "cell $cell: this chroot runs $php_v and $server_v, not what the cell's name says: update scripts/cells.sh"
+        echo "0 1 0 1" >"/build/counts-$cell"
+        return 1
+    fi
+
+    local cargo_log=/tmp/cargo-test.log cp cf cargo_status
+    cargo test --no-default-features --locked --offline 2>&1 | tee "$cargo_log"
+    cargo_status=${PIPESTATUS[0]}
+    read -r cp cf < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$cargo_log")
+    if ((cargo_status != 0 && cf == 0)) || ((cp == 0)); then cf=$((cf + 1)); fi
+
+    local counts=/tmp/phpt-counts pp pf
+    PHPT_COUNTS_FILE=$counts bash scripts/run-phpt.sh /build/target/release/libredis_lease.so
+    read -r pp pf <"$counts" || { pp=0; pf=1; }
+    if ((pp == 0 && pf == 0)); then pf=1; fi
+    echo "$cp $cf $pp $pf" >"/build/counts-$cell"
+}
+
+# Clones the committed HEAD of the repo into chroot $1's /build/src.
+clone_into() {
+    local dir=$1 head
+    head=$(git -C "$repo" rev-parse HEAD) || return 1
+    rm -rf "$dir/build/src" &&
+        git clone --quiet --no-checkout "$repo" "$dir/build/src" &&
+        git -C "$dir/build/src" fetch --quiet "$repo" HEAD &&
+        git -C "$dir/build/src" -c advice.detachedHead=false checkout --quiet --detach "$head"
+}
+
+run_cells() {
+    local cells=("$@") cell root
+    ((${#cells[@]})) || read -ra cells <<<"${CELLS:-${all_cells[*]}}"
+    if [[ ${cells[*]} == none ]]; then
+        log "SKIPPED: CELLS=none (only the host's PHP and Redis were tested)"
+        report 0 0
+        return 0
+    fi
+    for cell in "${cells[@]}"; do
+        if ! cell_root "$cell" >/dev/null || ! cell_server "$cell" >/dev/null; then
+            log "unknown cell '$cell' (cells: ${all_cells[*]})"
+            report 0 1
+            return 1
+        fi
+    done
+    if [[ ! -d $HOME/.cargo/bin || ! -d $HOME/.rustup ]]; then
+        log "the cells use the host's rustup toolchain: $HOME/.cargo/bin and $HOME/.rustup must exist"
+        report 0 "${#cells[@]}"
+        return 1
+    fi
+    # Crates for --offline in the chroots: the host's cargo fetches what Cargo.lock names (no-op when
+    # the host's own build has).
+    (cd "$repo" && cargo fetch --locked --quiet) || log "cargo fetch failed: the builds in the chroots may fail"
+    # One run at a time per cache: runs share each chroot's /build (the clone and the build output).
+    mkdir -p "$cache"
+    local run_lock
+    exec {run_lock}>"$cache/run.lock"
+    if ! flock -n "$run_lock"; then
+        log "waiting for another cells run (of this cache) to end"
+        flock "$run_lock"
+    fi
+    if [[ -n $(git -C "$repo" status --porcelain --untracked-files=no) ]]; then
+        log "note: the cells test the committed HEAD $(git -C "$repo" rev-parse --short HEAD), not the uncommitted changes"
+    fi
+
+    local passed=0 failed=0 summary=() timings=() roots_done=() roots_failed=()
+    for cell in "${cells[@]}"; do
+        root=$(cell_root "$cell")
+        local dir t0 line
+        dir=$(root_dir "$root")
+        if [[ " ${roots_failed[*]} " == *" $root "* ]]; then
+            line="cell $cell: NOT RUN: the $root chroot could not be made or built (1 failed)"
+            summary+=("$line"); failed=$((failed + 1)); continue
+        fi
+        if [[ " ${roots_done[*]} " != *" $root "* ]]; then
+            t0=$SECONDS
+            if ! ensure_root "$root"; then
+                roots_failed+=("$root")
+                line="cell $cell: NOT RUN: the $root chroot could not be made (1 failed)"
+                summary+=("$line"); failed=$((failed + 1)); continue
+            fi
+            timings+=("chroot $root ready in $((SECONDS - t0)) s")
+            t0=$SECONDS
+            log "building $(git -C "$repo" rev-parse --short HEAD) in the $root chroot"
+            if ! clone_into "$dir" || ! in_root "$dir" bash -c "$(declare -f build_in_root); build_in_root"; then
+                roots_failed+=("$root")
+                line="cell $cell: NOT RUN: the build in the $root chroot failed (1 failed)"
+                summary+=("$line"); failed=$((failed + 1)); continue
+            fi
+            timings+=("build in $root: $((SECONDS - t0)) s")
+            roots_done+=("$root")
+        fi
+        t0=$SECONDS
+        log "testing cell $cell"
+        rm -f "$dir/build/counts-$cell"
+        in_root "$dir" bash -c "$(declare -f use_server test_in_root); test_in_root $cell $(cell_server "$cell")"
+        timings+=("tests of $cell: $((SECONDS - t0)) s")
+        local cp=0 cf=1 pp=0 pf=1
+        if [[ -s $dir/build/counts-$cell ]]; then
+            read -r cp cf pp pf <"$dir/build/counts-$cell"
+        fi
+        line="cell $cell: cargo $cp passed $cf failed, PHPT $pp passed $pf failed"
+        summary+=("$line")
+        passed=$((passed + cp + pp))
+        failed=$((failed + cf + pf))
+    done
+    local t
+    for t in "${timings[@]}"; do log "time: $t"; done
+    printf '%s\n' "${summary[@]}"
+    report "$passed" "$failed"
+    ((failed == 0))
+}
+
+report() {
+    echo "cells: $1 passed, $2 failed"
+    [[ -z ${CELLS_COUNTS_FILE:-} ]] || echo "$1 $2" >"$CELLS_COUNTS_FILE"
+}
+
+prepare() {
+    local cells roots=() cell root status=0
+    read -ra cells <<<"${CELLS:-${all_cells[*]}}"
+    [[ ${cells[*]} == none ]] && return 0
+    for cell in "${cells[@]}"; do
+        root=$(cell_root "$cell") || die "unknown cell '$cell'"
+        [[ " ${roots[*]} " == *" $root "* ]] || roots+=("$root")
+    done
+    for root in "${roots[@]}"; do
+        local t0=$SECONDS
+        if ensure_root "$root"; then log "chroot $root ready ($((SECONDS - t0)) s)"; else status=1; fi
+    done
+    return "$status"
+}
+
+# ---------------------------------------------------------------- main
+
+[[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, mount)"
+trap on_signal INT TERM
+
+case ${1:-} in
+    __enter)
+        shift
+        enter_root "$@"
+        ;;
+    prepare)
+        if [[ -n ${CELLS_LOG:-} ]]; then prepare >>"$CELLS_LOG" 2>&1; else prepare; fi
+        ;;
+    run)
+        shift
+        run_cells "$@"
+        ;;
+    exec)
+        shift
+        cell=${1:-}
+        cell_root "$cell" >/dev/null || die "usage: scripts/cells.sh exec CELL [COMMAND...] (cells: ${all_cells[*]})"
+        shift
+        root=$(cell_root "$cell")
+        ensure_root "$root" || exit 1
+        ((${#@})) || set -- bash
+        CELLS_STDIN=1 CELLS_BIND_REPO=$repo in_root "$(root_dir "$root")" bash -c "$(declare -f use_server)
+            use_server $(cell_server "$cell") && cd /repo && exec \"\$@\"" cells-exec "$@"
+        ;;
+    list)
+        for c in "${all_cells[@]}"; do echo "$c ($(cell_root "$c") chroot: $(root_dir "$(cell_root "$c")"))"; done
+        ;;
+    clean)
+        for d in "$cache"/*/; do
+            [[ -d $d ]] && { log "deleting ${d%/}"; remove_dir "${d%/}" || exit 1; }
+        done
+        ;;
+    *)
+        sed -n '2,/^set -uo/p' "$self" | sed '$d; s/^# \{0,1\}//'
+        exit 2
+        ;;
+esac
