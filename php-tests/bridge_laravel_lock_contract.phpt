@@ -1,5 +1,7 @@
 --TEST--
 Bridge, Laravel lock contract (Debian's Laravel 8.83 in the CLI, and the calls Laravel 10-12 make): seconds > 0, seconds = 0 with a callback (renewed, freed soon after a crash) and without (the finite unbounded_ttl); block() waits for the holder and times out with LockTimeoutException; a lock taken by another process is restored and released; refresh(), isOwnedBy(), a given owner (Cache::funnel()); ShouldBeUnique, WithoutOverlapping and the scheduler's mutexes through the store; value methods delegated to the values store or refused by name; bad configuration refused
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --INI--
 extension=mbstring
 --CONFLICTS--

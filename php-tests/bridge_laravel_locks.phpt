@@ -1,5 +1,7 @@
 --TEST--
 Bridge, Laravel locks under php-fpm: a Cache::lock()->block() counter race on the redis_lease store makes 100 of 100 increments (timed beside Laravel's own redis lock); a lock taken in one request outlives it and is released with restoreLock() in another; forceRelease() hands it to a waiter at once; a detached hold expires at its ttl and seconds = 0 is the configured finite ttl; Route::block() serializes a session's requests through the store
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
 all
 --FILE--

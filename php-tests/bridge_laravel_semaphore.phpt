@@ -1,5 +1,7 @@
 --TEST--
 Bridge, an at-most-N limiter from Laravel (Debian's Laravel 8.83 in the CLI): Cache::store('leases')->semaphore($name, $limit, $seconds) is a DistributedSemaphore on the store's Redis and prefix; with 2 processes inside, a third is refused (wait 0: LockTimeoutException, funnel()'s failure) or queues and is handed a permit by a release; seconds = 0 is a renew_ttl permit renewed while the callback runs and freed soon after a crash; bad limits refused
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --INI--
 extension=mbstring
 --CONFLICTS--

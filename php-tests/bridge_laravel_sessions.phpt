@@ -1,5 +1,7 @@
 --TEST--
 Bridge, Laravel sessions under php-fpm (Debian's Laravel 8.83): the provider is found by package discovery; the seeds' race keeps 100 of 100 keys with the redis_lease driver and with the bare handler object (Laravel's own redis and file drivers are run beside them and their counts printed); login (migrate(true)), logout (invalidate()), regenerate() and an early save keep what they should, answer 200, and the data key's ttl is session.lifetime * 60
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
 all
 --FILE--

@@ -1,5 +1,7 @@
 --TEST--
 Bridge, the package: bridge/composer.json names the package, requires ext-redis_lease, declares Laravel 10-12 and Symfony 6.4-7.x (Lock and Semaphore), maps RedisLease\Bridge\ to src/ (every file there is the class its path names) and lists the Laravel provider; the classes implement the frameworks' interfaces with the signatures of both the tested (Laravel 8.83, Symfony 5.4) and the declared versions
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --FILE--
 <?php
 require __DIR__ . '/bridge-app/harness.inc';

@@ -1,5 +1,7 @@
 --TEST--
 Bridge, Symfony Lock on LeaseStore (Debian's Symfony 5.4 LockFactory): acquire with the Lock's ttl, conflicts, release; acquire(true) queues and is handed the lock by the release; a Key serialized with an autoRelease: false lock is refreshed and released in another process; autoRelease frees it when the Lock goes; a lost or expired Key; acquireRead() is shared; bad input and an unreachable Redis
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
 all
 --FILE--

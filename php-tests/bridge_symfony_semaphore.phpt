@@ -1,5 +1,7 @@
 --TEST--
 Bridge, Symfony Semaphore on LeaseSemaphoreStore (Debian's Symfony 5.4 SemaphoreFactory): limit 3 with 4 processes (the fourth refused until a release), each permit a lease with the Semaphore's ttl, refresh(), isAcquired(), release(), autoRelease, a killed holder's permit free within its ttl, a lost permit; a permit outliving its Key (autoRelease: false) and carried to another process by a serialized Key; weight > 1, bad ttls and limits, an unreachable Redis refused clearly, a DSN's password in no trace
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
 all
 --FILE--

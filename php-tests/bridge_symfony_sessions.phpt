@@ -1,5 +1,7 @@
 --TEST--
 Bridge, Symfony sessions under php-fpm (Debian's Symfony 5.4, SessionListener and NativeSessionStorage as FrameworkBundle wires them): the seeds' race keeps 100 of 100 keys with handler_id null + session.save_handler = redis_lease and with a RedisLockingSessionHandler service (Symfony's RedisSessionHandler and NativeFileSessionHandler are run beside them and their counts printed); login (migrate(true)), logout (invalidate()) and an early save keep what they should and answer 200
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
 all
 --FILE--

@@ -1,5 +1,7 @@
 --TEST--
 Bridge, Symfony shared locks on LeaseStore (Debian's Symfony 5.4 LockFactory): acquireRead() readers share and exclude a writer, each read hold with the Lock's ttl, refreshed and released alone; an upgrade (acquire() on a read lock) is first in line before a queued writer and keeps its token, a second upgrader is refused at once (acquire(true) throws, no deadlock), a reader arriving meanwhile waits; a downgrade (acquireRead() on a write lock) keeps its token and lets the queued reader in at once, not the queued writer; a read Key serialized in one process is upgraded in another; an expired read lock; bad input and an unreachable Redis
+--SKIPIF--
+<?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
 all
 --FILE--
