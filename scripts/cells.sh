@@ -13,7 +13,7 @@
 #   scripts/cells.sh clean            delete the cached chroots
 #
 # Cells (name: PHP + server, chroot):
-#   php8.4+redis8.0    trixie: php8.4 and redis-server 8.0
+#   php8.4+redis8.0    trixie: php8.4 and redis-server 8.0 (and Laravel 10.48, Symfony 6.4 for the bridge)
 #   php8.4+valkey8.1   trixie: the same chroot and build, valkey-server 8.1 as redis-server
 #   php8.5+valkey9.1   sid: php8.5 from experimental (no phpredis for it), valkey-server 9.1
 # A cell's name is checked against what its chroot runs: when a suite moves on, the cell fails until
@@ -87,8 +87,19 @@ root_packages() {
 # The function run inside the new chroot after debootstrap (with the network), if any.
 root_steps() {
     case $1 in
+        trixie) echo post_install_frameworks ;;
         sid) echo post_install_php85 ;;
     esac
+}
+
+# trixie's Laravel 10.48 and Symfony 6.4, the lowest versions bridge/composer.json declares, for the
+# bridge_*.phpt tests (the host has Laravel 8.83 and Symfony 5.4). sid's (Laravel 13, Symfony 7.4)
+# need phpredis and mbstring for PHP 8.5, which only experimental could give: the bridge tests skip
+# there, saying so.
+post_install_frameworks() {
+    apt_update &&
+        apt-get "${apt_opts[@]}" install -y php-laravel-framework php-symfony-http-foundation \
+            php-symfony-http-kernel php-symfony-lock php-symfony-semaphore php8.4-mbstring php8.4-opcache
 }
 
 # PHP 8.5 is only in experimental. Its snapshot's Release files are expired (hence

@@ -16,6 +16,8 @@ require_once 'Psr/Container/autoload.php'; // Debian's autoloaders, from the inc
 require_once 'Symfony/Component/HttpFoundation/autoload.php';
 require_once 'Symfony/Component/HttpKernel/autoload.php';
 require_once 'Symfony/Component/EventDispatcher/autoload.php';
+// Symfony 6.4+'s SessionListener implements ResetInterface, which Debian's HttpKernel autoloader does not load.
+require_once 'Symfony/Contracts/Service/autoload.php';
 
 use Psr\Container\ContainerInterface;
 use Symfony\Component\EventDispatcher\EventDispatcher;
