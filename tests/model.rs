@@ -1,8 +1,10 @@
-//! The lease protocol, checked exhaustively with stateright (issue 23).
+//! The lease protocol, checked exhaustively with stateright (issues 23 and 27).
 //!
 //! A model of what `src/core` and its Lua scripts do, small enough to explore
 //! every interleaving of: clients taking, waiting for, renewing and releasing a
-//! lock (or a session's lock), a master and a replica with asynchronous
+//! lock (alone, or shared by readers, with upgrades and downgrades), a
+//! semaphore's permits, a session's lock, and a token moved from one client to
+//! another (detach, restore); a master and a replica with asynchronous
 //! replication and WAIT, a failover (planned or a crash), links that fail after
 //! a command was sent, client crashes, and a clock. No Redis, no PHP:
 //! `model/redis.rs` runs the scripts, `model/reactions.rs` is the client code,
@@ -10,23 +12,21 @@
 //!
 //! Each test runs one configuration. With the protocol as implemented, none of
 //! the properties it names is violated, and the `sometimes` properties it names
-//! are reached (the model does get there). With a fix reverted, (a) to (f), the
+//! are reached (the model does get there). With a fix reverted, (a) to (l), the
 //! checker finds the violation, and the test prints the trace
-//! (`cargo test --no-default-features --test model -- --nocapture`). Fixes (e)
-//! and (f) are the two bugs the model found in the protocol as it was (the
-//! watchdog's check after a switch trusted the holder's bound; a logout left its
-//! marker only when it handed the lock on): fixed in `src/`, and reverted here
-//! to show the checker finds them.
+//! (`cargo test --no-default-features --test model -- --nocapture`). Fixes (e),
+//! (f) and (i) to (l) are bugs the model found in the protocol as it was (see
+//! each test); (g) and (h) are the two bugs issue 27 reported from review,
+//! reverted here to show the checker finds them.
 //!
-//! The default run explores about 10 million states, breadth first (the largest:
-//! the planned failover, 3.7 million; broken links and crashes, 2.0 million), in
-//! about 30 s on two cores. `MODEL_DEPTH=deep` raises the horizons (3 ticks
-//! instead of 2 for locks and sessions, 4 and 5 for renewals), gives the first
-//! session client two requests, runs the no-WAIT check on both failovers, adds
-//! links that fail during a failover, and searches depth first (a state is about
-//! 1 KB: breadth first would keep its whole frontier): some 70 million states,
-//! twenty minutes and more. The counts are the same on every run (no test
-//! asserts one: they change with the model).
+//! The default run explores about 50 million states, breadth first (the
+//! largest: the planned failover of exclusive locks, 9.3 million, and of
+//! read/write locks, 8.8 million), in about 90 s on two cores and up to 8 GB.
+//! `MODEL_DEPTH=deep` raises the horizons, gives the first session client two
+//! requests, runs the no-WAIT check on both failovers, adds links that fail
+//! during a failover, and searches depth first (a state is about 1 KB: breadth
+//! first would keep its whole frontier): hours. The counts are the same on
+//! every run (no test asserts one: they change with the model).
 
 #[path = "model/client.rs"]
 mod client;
@@ -66,6 +66,8 @@ const FENCES_OUTSIDE_WINDOW: &str = "fencing tokens increase outside the failove
 const WRITES_KEPT: &str = "acknowledged session writes are kept";
 const REVOKE_ONCE: &str = "a revocation spares the lease it handed on";
 const EXPIRY: &str = "every key of a lease expires in time";
+const PERMITS: &str = "never more permits than the limit that admitted the last one";
+const INTEREST: &str = "no grant outlives its holder's interest";
 
 fn deep() -> bool {
     std::env::var("MODEL_DEPTH").is_ok_and(|v| v == "deep")
@@ -78,9 +80,15 @@ fn as_implemented() -> Fixes {
         scripts: Scripts {
             at_least: true,
             revoke_marker: RevokeMarker::Always,
+            refusals_leave_queue: true,
+            upgrade_clears_wake: true,
+            resolve_voids_holder: true,
+            grant_drops_lapsed_upgrade: true,
         },
         check_reads_pttl: true,
         renewals_wait: true,
+        restore_verifies: true,
+        failed_conversion_asks: true,
     }
 }
 
@@ -189,7 +197,7 @@ fn print_trace(
     }
 }
 
-const LOCK_PROPERTIES: [&str; 3] = [MUTEX, FENCES, EXPIRY];
+const LOCK_PROPERTIES: [&str; 5] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST];
 
 #[test]
 fn one_holder_across_a_planned_failover_with_wait_replicas() {
@@ -258,7 +266,12 @@ fn without_wait_one_holder_outside_the_failover_window() {
         let checker = check(&format!("no WAIT, {failover:?}"), config, None);
         assert_holds(
             &*checker,
-            &[MUTEX_OUTSIDE_WINDOW, FENCES_OUTSIDE_WINDOW, EXPIRY],
+            &[
+                MUTEX_OUTSIDE_WINDOW,
+                FENCES_OUTSIDE_WINDOW,
+                EXPIRY,
+                INTEREST,
+            ],
             &["a hold on the promoted master"],
         );
     }
@@ -274,6 +287,25 @@ fn reverted_e_a_check_that_trusts_an_unreplicated_extension_gives_two_holders() 
     config.fixes.check_reads_pttl = false;
     let checker = check("(e) check without PTTL", config, Some(MUTEX_OUTSIDE_WINDOW));
     assert_violated(&*checker, MUTEX_OUTSIDE_WINDOW);
+}
+
+/// Fix (k) reverted, a bug this model found: a claim whose attempt's link broke
+/// adopts its token, which holds the lock (handed to it by an earlier attempt's
+/// place in the queue), and releases it; the broken attempt then arrives and
+/// takes the lock for nobody, until its ttl.
+#[test]
+fn reverted_k_a_late_attempt_of_an_adopted_token_takes_the_lock_for_nobody() {
+    let mut config = locks(Failover::Planned);
+    config.failovers = vec![];
+    config.faults = 1;
+    config.faulty = |_| true;
+    config.fixes.scripts.resolve_voids_holder = false;
+    let checker = check(
+        "(k) resolve leaves a holder unvoided",
+        config,
+        Some(INTEREST),
+    );
+    assert_violated(&*checker, INTEREST);
 }
 
 /// Links that fail after a command was sent: resolve.lua adopts what our token
@@ -347,7 +379,7 @@ fn acknowledged_session_writes_survive_a_failover_with_wait_replicas() {
         let checker = check(&format!("sessions, {failover:?}"), sessions(failover), None);
         assert_holds(
             &*checker,
-            &[WRITES_KEPT, EXPIRY],
+            &[WRITES_KEPT, EXPIRY, INTEREST],
             &["a session write acknowledged"],
         );
     }
@@ -383,7 +415,7 @@ fn a_revocation_acts_once_with_its_marker_on_every_run() {
     );
     assert_holds(
         &*checker,
-        &[WRITES_KEPT, REVOKE_ONCE, EXPIRY],
+        &[WRITES_KEPT, REVOKE_ONCE, EXPIRY, INTEREST],
         &["a session write acknowledged"],
     );
 }
@@ -480,4 +512,223 @@ fn broken_links_across_a_failover_with_wait_replicas() {
         let checker = check(&format!("broken links, {failover:?}"), config, None);
         assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
     }
+}
+
+// ---- Read/write locks, semaphores and moved tokens (issue 27) ----
+
+fn reader(upgrade: bool, detach: bool) -> Program {
+    Program::Reader {
+        acquires: 1,
+        upgrade,
+        detach,
+    }
+}
+
+fn writer(downgrade: bool) -> Program {
+    Program::Writer {
+        acquires: 1,
+        downgrade,
+    }
+}
+
+fn permits(acquires: u8, limit: u8) -> Program {
+    Program::Permit { acquires, limit }
+}
+
+/// Two readers that may upgrade and a writer that may downgrade, on one lock.
+fn read_write() -> Config {
+    let mut config = locks(Failover::Planned);
+    config.clients = vec![reader(true, false), reader(true, false), writer(true)];
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.horizon = if deep() { 4 } else { 3 };
+    config
+}
+
+const RW_PROPERTIES: [&str; 5] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST];
+
+/// Readers share; a writer is alone; a writer queued before later readers goes
+/// first; readers queued together are woken together; an upgrade lets nobody
+/// in between; an upgrade whose read lease runs out while it waits, or that
+/// finds another reader waiting to upgrade, ends out of the queue; a downgrade
+/// lets the queued readers in with it.
+#[test]
+fn read_write_locks_one_writer_never_beside_a_reader() {
+    let checker = check("read/write locks", read_write(), None);
+    assert_holds(
+        &*checker,
+        &RW_PROPERTIES,
+        &[
+            "readers share the lock",
+            "readers woken together",
+            "a writer queued ahead of a later reader",
+            "an upgrade granted",
+            "a downgrade",
+            "a conversion whose hold ran out",
+        ],
+    );
+}
+
+/// Fix (h) reverted, the second bug of issue 27: acquire.lua's refusal of an
+/// upgrade whose read lease ran out while it waited leaves its queue entry, and
+/// the next release hands the lock to that abandoned token.
+#[test]
+fn reverted_h_a_lapsed_upgrade_left_in_the_queue_is_handed_the_lock() {
+    let mut config = read_write();
+    // As the code was: the refusal left the entry, and grant() served it.
+    config.fixes.scripts.refusals_leave_queue = false;
+    config.fixes.scripts.grant_drops_lapsed_upgrade = false;
+    let checker = check("(h) refusals leave the queue entry", config, Some(INTEREST));
+    assert_violated(&*checker, INTEREST);
+}
+
+/// Fix (j) reverted, a bug this model found: a reader granted while it waited
+/// took its hold by another path (acquire.lua's fast path, once the grant's
+/// lease ran out), which left the grant's wake-up on its list; its upgrade then
+/// popped that wake-up as the lock alone, beside another reader.
+#[test]
+fn reverted_j_a_stale_wake_up_popped_by_an_upgrade_gives_a_writer_beside_a_reader() {
+    let mut config = read_write();
+    config.fixes.scripts.upgrade_clears_wake = false;
+    let checker = check("(j) upgrade keeps a stale wake-up", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
+/// Read/write locks with links that fail after a command was sent and a
+/// client that may crash: conversions settled by resolve.lua, a broken
+/// conversion's hold asked about before it is counted on again.
+fn read_write_faults() -> Config {
+    let mut config = read_write();
+    config.clients = vec![reader(true, false), writer(true)];
+    config.faults = 1;
+    config.faulty = |_| true;
+    config.crashes = 1;
+    config.horizon = if deep() { 3 } else { 2 };
+    config
+}
+
+#[test]
+fn read_write_locks_through_broken_links_and_crashes() {
+    let checker = check("read/write, broken links", read_write_faults(), None);
+    assert_holds(
+        &*checker,
+        &RW_PROPERTIES,
+        &["an upgrade granted", "a downgrade"],
+    );
+}
+
+/// Fix (l) reverted, a bug this model found: an upgrade whose attempt got no
+/// reply in time gives up with an error; its holder releases the read hold;
+/// the upgrade's place in the queue stays, and the next release hands the lock
+/// alone to that token, which nobody waits for any more.
+#[test]
+fn reverted_l_an_upgrade_without_its_read_hold_is_handed_the_lock_for_nobody() {
+    let mut config = read_write_faults();
+    config.fixes.scripts.grant_drops_lapsed_upgrade = false;
+    let checker = check("(l) grant serves a lapsed upgrade", config, Some(INTEREST));
+    assert_violated(&*checker, INTEREST);
+}
+
+/// Fix (i) reverted: a conversion whose reply was lost goes on counting on the
+/// hold it had, which the attempt may have converted (a downgrade that ran
+/// lets readers in beside a holder that still counts on the lock alone).
+#[test]
+fn reverted_i_a_failed_conversion_that_keeps_its_kind_gives_a_writer_beside_a_reader() {
+    let mut config = read_write_faults();
+    config.fixes.failed_conversion_asks = false;
+    let checker = check("(i) failed conversion keeps its kind", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
+/// A reader that upgrades and a writer that downgrades, wait_replicas=1, a
+/// failover: the watchdog's check finds read holds on the new master too.
+fn read_write_failover(failover: Failover) -> Config {
+    let mut config = locks(failover);
+    // Upgrades get their fence from the grant; the holder's own fence.lua call
+    // is covered by the lock configurations.
+    config.fence_ops = false;
+    config.clients = vec![reader(true, false), writer(true)];
+    config
+}
+
+#[test]
+fn read_write_locks_across_a_failover_with_wait_replicas() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let config = read_write_failover(failover);
+        let checker = check(&format!("read/write, {failover:?}"), config, None);
+        assert_holds(
+            &*checker,
+            &RW_PROPERTIES,
+            &["a hold on the promoted master"],
+        );
+    }
+}
+
+/// Three semaphore objects on one key, with limits 1, 2 and 2: a permit is
+/// admitted while fewer than the admitting object's limit are held; a released
+/// permit goes to the first waiter; a crashed holder's permit frees at its ttl.
+fn semaphores() -> Config {
+    let mut config = locks(Failover::Planned);
+    config.clients = vec![permits(2, 1), permits(1, 2), permits(2, 2)];
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.fence_ops = false;
+    config.crashes = 1;
+    config.horizon = if deep() { 5 } else { 4 };
+    config
+}
+
+#[test]
+fn semaphore_permits_never_exceed_the_admitting_limit() {
+    let checker = check("semaphores", semaphores(), None);
+    assert_holds(
+        &*checker,
+        &RW_PROPERTIES,
+        &["permits at the limit", "a permit handed to a waiter"],
+    );
+}
+
+#[test]
+fn semaphore_permits_across_a_failover_with_wait_replicas() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let mut config = locks(failover);
+        config.clients = vec![permits(2, 1), permits(1, 2)];
+        config.fence_ops = false;
+        let checker = check(&format!("semaphores, {failover:?}"), config, None);
+        assert_holds(
+            &*checker,
+            &RW_PROPERTIES,
+            &["a hold on the promoted master"],
+        );
+    }
+}
+
+/// A reader detaches its token; another client restores it and calls
+/// synchronized() (the lock alone) on it, while a second reader reads.
+fn moved_tokens() -> Config {
+    let mut config = read_write();
+    config.clients = vec![reader(false, true), reader(true, false), Program::Restorer];
+    config.horizon = if deep() { 5 } else { 4 };
+    config
+}
+
+#[test]
+fn a_restored_token_is_asked_about_before_it_is_relied_on() {
+    let checker = check("moved tokens", moved_tokens(), None);
+    assert_holds(
+        &*checker,
+        &RW_PROPERTIES,
+        &["readers share the lock", "a restored hold relied on"],
+    );
+}
+
+/// Fix (g) reverted, the first bug of issue 27: synchronized() on a restored
+/// read token takes it for the lock alone, and runs its callback beside the
+/// other reader.
+#[test]
+fn reverted_g_a_restored_read_token_taken_for_the_lock_alone_gives_a_writer_beside_a_reader() {
+    let mut config = moved_tokens();
+    config.fixes.restore_verifies = false;
+    let checker = check("(g) restore without asking", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
 }

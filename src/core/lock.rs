@@ -24,8 +24,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub struct Lock {
     id: u64,
-    /// The process that made it: a forked child never releases its parent's lock
-    /// by dropping its copy.
+    /// The process that took the hold (or left the acquire unresolved): a
+    /// forked child never releases its parent's lock by dropping its copy, and
+    /// always releases one it took itself.
     pid: u32,
     lease: Arc<Lease>,
     ttl: Duration,
@@ -42,6 +43,8 @@ pub struct Lock {
     /// A hold restored without asking Redis (see `restore`): whether it is held,
     /// alone or shared, and its fence are asked before anything depends on them.
     unverified: bool,
+    /// The token of the hold last detached from this object (see `detach`).
+    detached: Option<Token>,
 }
 
 impl Lock {
@@ -57,6 +60,7 @@ impl Lock {
             auto_renew: false,
             permits: None,
             unverified: false,
+            detached: None,
         }
     }
 
@@ -111,7 +115,9 @@ impl Lock {
         let asked = Instant::now();
         let found = self.lease.inspect(&token)?;
         self.unverified = false;
-        // Replaced, not converted: the unwatched one goes first.
+        // Replaced, not converted: the unwatched one goes first. The same token,
+        // so the same process's to release.
+        let pid = self.pid;
         self.hold = None;
         let hold = found.as_ref().map(|o| {
             let mut hold = Hold::found(token, o.fence, self.ttl, asked, o.left);
@@ -119,6 +125,7 @@ impl Lock {
             hold
         });
         self.set_hold(hold, generation);
+        self.pid = pid;
         Ok(found)
     }
 
@@ -130,7 +137,19 @@ impl Lock {
         hold.stop_watch();
         request::untrack(self.id);
         self.release_sent = false;
+        self.unverified = false;
+        self.detached = Some(hold.token.clone());
         Some(hold.token)
+    }
+
+    /// Whether `token` is the hold last detached from this object, and Redis
+    /// says it still holds the lease (a token is granted once: holding now, it
+    /// held throughout).
+    pub fn detached_alive(&self, token: &Token) -> Result<Option<bool>> {
+        if self.detached.as_ref() != Some(token) {
+            return Ok(None);
+        }
+        Ok(Some(self.lease.inspect(token)?.is_some()))
     }
 
     /// Has the watchdog renew every hold of this lock (every ttl/3, until it ends).
@@ -157,9 +176,21 @@ impl Lock {
         self.hold.as_ref().map(|h| &h.token)
     }
 
+    /// What we hold (`Some(shared)`), as far as we know; a restored hold is
+    /// asked about first, for its kind is unknown until then.
+    pub fn holding(&mut self) -> Result<Option<bool>> {
+        self.verify()?;
+        Ok(self.hold().map(|h| h.shared))
+    }
+
     /// Takes `hold` (taken or found while the Sentinel generation was
     /// `generation`) as ours, watched as it needs.
     fn set_hold(&mut self, mut hold: Option<Hold>, generation: u64) {
+        let old = self.hold.as_ref().map(|h| &h.token);
+        if hold.as_ref().is_some_and(|h| Some(&h.token) != old) {
+            // A hold this process took (or found): it is this process's to release.
+            self.pid = crate::core::pid::current();
+        }
         if let Some(old) = &self.hold {
             if hold.as_ref().is_none_or(|h| h.token != old.token) {
                 old.stop_watch();
@@ -291,6 +322,7 @@ impl Lock {
                 Ok(false)
             }
             Err(Error::Unresolved { message, token }) => {
+                self.pid = crate::core::pid::current();
                 self.unresolved = Some(token.clone());
                 Err(Error::Unresolved { message, token })
             }
@@ -310,16 +342,35 @@ impl Lock {
             return self.take(want, wait);
         };
         let generation = sentinel::generation(&self.lease.endpoint);
-        match self.lease.acquire_as(self.ttl, wait, want, Some(token))? {
-            Got::Held(hold) => {
+        match self.lease.acquire_as(self.ttl, wait, want, Some(token)) {
+            Ok(Got::Held(hold)) => {
                 self.set_hold(Some(hold), generation);
                 Ok(true)
             }
-            Got::Busy => Ok(false),
-            Got::Lapsed => {
+            Ok(Got::Busy) => Ok(false),
+            Ok(Got::Lapsed) => {
                 self.set_hold(None, generation);
                 Ok(false)
             }
+            Err(e) => {
+                self.forget_kind();
+                Err(e)
+            }
+        }
+    }
+
+    /// After a conversion that ended in an error (no reply in time, too few
+    /// replicas), our hold may be what it was, converted (a downgrade that ran
+    /// let readers in), or released (a WAIT shortfall gives the grant back):
+    /// until Redis is asked (as for a restored hold), nothing depends on its
+    /// kind and nothing is counted on. Its token stays ours to release.
+    fn forget_kind(&mut self) {
+        if let Some(old) = self.hold.take() {
+            old.stop_watch();
+            let hold = Hold::found(old.token, 0, self.ttl, Instant::now(), Some(Duration::ZERO));
+            request::track(self.id, &self.lease, &hold);
+            self.hold = Some(hold);
+            self.unverified = true;
         }
     }
 

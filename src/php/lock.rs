@@ -196,7 +196,9 @@ fn synchronized(
     // holder releases, not us. The lock it holds must still be ours: running
     // this callback under a new lease would hide from the outer one that part
     // of its work ran without the lock.
-    let held = lock.borrow().hold().map(|h| h.shared);
+    // A restored hold's kind is asked first: a read token restored into a new
+    // object must not pass for the lock alone.
+    let held = lock.borrow_mut().holding()?;
     if let Some(shared) = held {
         if shared && what == Take::Alone {
             return Err(PhpException::new(
@@ -245,6 +247,24 @@ fn synchronized(
     // The callback may have lost the lease and taken a new one (a nested
     // acquire()): the outer hold still ended before its work did.
     let same_hold = lock.borrow().token() == token.as_ref();
+    if let (Ok(_), Some(t)) = (&result, &token) {
+        // The callback detached the hold: it is not ours to release, and it
+        // lasted throughout if Redis says its token still holds it.
+        let alive = match lock.borrow().token() {
+            None => lock.borrow().detached_alive(t)?,
+            Some(_) => None,
+        };
+        match alive {
+            Some(true) => return result.map_err(Into::into),
+            Some(false) => {
+                return Err(lost(
+                    key,
+                    "before the callback (which detached it) finished",
+                ))
+            }
+            None => {}
+        }
+    }
     let released = lock.borrow_mut().release();
     match (result, released) {
         // The callback's exception is still pending: returning Err lets it

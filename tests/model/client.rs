@@ -9,7 +9,7 @@
 //! holder counts on, renewals, the check after a failover), in the same order of
 //! cases.
 
-use crate::redis::{Data, Reply, Time, Token};
+use crate::redis::{Data, Mode, Reply, Time, Token};
 use crate::slots::Slots;
 
 /// What a client's user code does, and how often.
@@ -18,10 +18,75 @@ pub enum Program {
     /// `DistributedLock`: acquire (with a wait), hold, maybe refresh and ask for
     /// the fencing token, release.
     Lock { acquires: u8, refreshes: u8 },
+    /// `DistributedLock::acquireRead()` (with a wait), hold; then maybe an
+    /// upgrade (`acquire()` on the read hold, with a wait) or a `detach()`
+    /// (the token left for a `Restorer`); release.
+    Reader {
+        acquires: u8,
+        upgrade: bool,
+        detach: bool,
+    },
+    /// `acquire()`, hold, maybe a downgrade (`acquireRead()` on the write
+    /// hold), release.
+    Writer { acquires: u8, downgrade: bool },
+    /// `DistributedSemaphore` of `limit` permits: acquire (with a wait), hold,
+    /// release.
+    Permit { acquires: u8, limit: u8 },
+    /// `DistributedLock::restore()` of the token another client detached, then
+    /// `synchronized()` (the lock alone) on it, then release.
+    Restorer,
     /// A locking session request: open (lock and read), write (save and unlock).
     Session { opens: u8 },
     /// A logout of a session another request holds (`SessionStore::delete`).
     Revoker { revokes: u8 },
+}
+
+/// What a claim asks for (`lease.rs` `Want`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Want {
+    Alone,
+    Shared,
+    /// The lock alone, for the token that reads (its own hold).
+    Upgrade,
+    /// Shared, for the token that has it alone.
+    Downgrade,
+    /// One of this many permits.
+    Permit(u8),
+}
+
+impl Want {
+    /// acquire.lua's mode.
+    pub fn mode(self) -> Mode {
+        match self {
+            Want::Alone => Mode::W,
+            Want::Shared => Mode::R,
+            Want::Upgrade => Mode::U,
+            Want::Downgrade => Mode::D,
+            Want::Permit(limit) => Mode::P(limit),
+        }
+    }
+
+    /// What a hold it gets is.
+    pub fn kind(self) -> Kind {
+        match self {
+            Want::Alone | Want::Upgrade => Kind::Alone,
+            Want::Shared | Want::Downgrade => Kind::Shared,
+            Want::Permit(_) => Kind::Permit,
+        }
+    }
+}
+
+/// What a hold is, as its holder knows it (`Hold::shared`, and the object's
+/// being a lock or a semaphore).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The lock alone: a writer.
+    Alone,
+    /// A reader's.
+    Shared,
+    Permit,
+    /// Restored from a token and not asked about yet (`Lock::unverified`).
+    Unknown,
 }
 
 /// Which of a client's two connections.
@@ -38,7 +103,13 @@ pub enum Link {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Req {
     /// acquire.lua, then `Lease::replicate_claim`.
-    Acquire { token: Token, wait: Time },
+    Acquire {
+        token: Token,
+        wait: Time,
+        mode: Mode,
+    },
+    /// inspect.lua (a restored hold asked about).
+    Inspect { token: Token },
     /// session_open.lua, then `Lease::replicate_claim`.
     Open { token: Token, wait: Time },
     /// BLPOP on our wake-up list (`Lease::wait_for_handoff`).
@@ -146,6 +217,9 @@ pub struct Watch {
     pub generation: u8,
     /// The last renewal failed: the next one is due at once.
     pub retry: bool,
+    /// False for a hold restored and not asked about yet: `Lock::restored`
+    /// watches nothing, so nothing ends it, and a refresh sets its bound.
+    pub watched: bool,
 }
 
 impl Watch {
@@ -167,11 +241,14 @@ pub enum Via {
     Adopted,
     /// `Lock::settle` found an unresolved acquire's token holding it.
     Settled,
+    /// `DistributedLock::restore()` of another's detached token.
+    Restored,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Hold {
     pub token: Token,
+    pub kind: Kind,
     /// 0 until assigned.
     pub fence: u16,
     pub watch: Watch,
@@ -195,6 +272,10 @@ pub struct Renewal {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Claim {
     pub token: Token,
+    pub want: Want,
+    /// A holder converting its own hold (an upgrade, a downgrade): the token is
+    /// its hold's, and the hold stays while it waits.
+    pub convert: bool,
     /// The Sentinel generation when the claim began.
     pub generation: u8,
     pub deadline: Time,
@@ -236,15 +317,22 @@ pub enum Pc {
         asked: Time,
         generation: u8,
         second: bool,
+        want: Want,
     },
     /// The user holds the lock, or the session is open.
     Held,
-    /// `Lease::refresh`; `renew_held`: inside `Lock::acquire`, whose result it is.
+    /// `Lease::refresh`, for `then`.
     Refreshing {
         sent: Time,
         ttl: Time,
         second: bool,
-        renew_held: bool,
+        then: Then,
+    },
+    /// `Lock::ask_restored` (inspect.lua), asked at `asked`, before a
+    /// restored hold's `synchronized()` relies on its kind.
+    Verifying {
+        asked: Time,
+        second: bool,
     },
     Fencing {
         second: bool,
@@ -267,6 +355,19 @@ pub enum Pc {
         second: bool,
     },
     Crashed,
+}
+
+/// Whose call a refresh is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Then {
+    /// The user's `refresh()`.
+    User,
+    /// `renew_held` inside an acquire of `Want`, whose result it is: not ours
+    /// any more, and the acquire goes on to claim.
+    Acquire(Want),
+    /// `renew_held` of a `synchronized()` nested in the hold: not ours, and it
+    /// throws (the lease was lost).
+    Sync,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -312,10 +413,24 @@ impl Client {
     /// is held (or a call that keeps it is under way) and the hold's bound is
     /// still ahead by the client's clock.
     pub fn counts_on_hold(&self, now: Time) -> bool {
-        matches!(
-            self.pc,
-            Pc::Held | Pc::Refreshing { .. } | Pc::Fencing { .. }
-        ) && self.hold.is_some_and(|h| h.watch.counting(now))
+        let inside = match self.pc {
+            Pc::Held | Pc::Refreshing { .. } | Pc::Fencing { .. } => true,
+            // Converting its hold: it keeps what it has while it waits.
+            Pc::Claim(c) => c.convert,
+            _ => false,
+        };
+        inside && self.hold.is_some_and(|h| h.watch.counting(now))
+    }
+
+    /// The hold it counts on, and what it is: from the moment it asks for a
+    /// downgrade, a writer counts only on reading (Redis may let readers in
+    /// before it hears the answer).
+    pub fn counted(&self, now: Time) -> Option<Kind> {
+        let hold = self.hold.filter(|_| self.counts_on_hold(now))?;
+        match self.pc {
+            Pc::Claim(c) if c.convert && c.want == Want::Downgrade => Some(Kind::Shared),
+            _ => Some(hold.kind),
+        }
     }
 
     pub fn call(&self, link: Link) -> Option<&Call> {

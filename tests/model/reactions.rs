@@ -3,7 +3,8 @@
 //! `watchdog.rs` do (each function names what it mirrors).
 
 use crate::client::{
-    Call, Claim, Hold, Link, Outcome, Pc, Program, Renewal, Req, Step, Via, Watch, WatchState,
+    Call, Claim, Hold, Kind, Link, Outcome, Pc, Program, Renewal, Req, Step, Then, Via, Want,
+    Watch, WatchState,
 };
 use crate::redis::{Data, Reply, Time, Token, NAP};
 use crate::system::{say, show, Action, Op, State, System};
@@ -15,35 +16,90 @@ impl System {
         let client = s.client(c);
         let program = cfg.clients[usize::from(c)];
         let busy = client.link.is_some();
+        let counting = client.hold.is_some_and(|h| h.watch.counting(s.now));
+        let kind = client.hold.map(|h| h.kind);
+        let mut ops = Vec::new();
         match (program, client.pc) {
             (Program::Lock { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
-                actions.push(Action::User(c, Op::Acquire));
+                ops.push(Op::Acquire);
             }
             (Program::Lock { refreshes, .. }, Pc::Held) => {
-                let counting = client.hold.is_some_and(|h| h.watch.counting(s.now));
                 if counting && client.refreshes < refreshes {
                     for &ttl in &cfg.refresh_ttls {
-                        actions.push(Action::User(c, Op::Refresh(ttl)));
+                        ops.push(Op::Refresh(ttl));
                     }
                 }
                 if counting && cfg.fence_ops && client.hold.is_some_and(|h| h.fence == 0) {
-                    actions.push(Action::User(c, Op::Fence));
+                    ops.push(Op::Fence);
                 }
-                actions.push(Action::User(c, Op::Release));
+                ops.push(Op::Release);
+            }
+            (Program::Reader { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
+                ops.push(Op::AcquireRead);
+            }
+            (
+                Program::Reader {
+                    upgrade, detach, ..
+                },
+                Pc::Held,
+            ) => {
+                // One conversion (or detach) per hold.
+                if kind == Some(Kind::Shared) && client.refreshes < client.ops {
+                    if upgrade {
+                        ops.push(Op::Upgrade);
+                    }
+                    if detach {
+                        ops.push(Op::Detach);
+                    }
+                }
+                ops.push(Op::Release);
+            }
+            (Program::Writer { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
+                ops.push(Op::Acquire);
+            }
+            (Program::Writer { downgrade, .. }, Pc::Held) => {
+                if downgrade && kind == Some(Kind::Alone) && client.refreshes < client.ops {
+                    ops.push(Op::Downgrade);
+                }
+                let unfenced = client.hold.is_some_and(|h| h.fence == 0);
+                if counting && cfg.fence_ops && kind == Some(Kind::Alone) && unfenced {
+                    ops.push(Op::Fence);
+                }
+                ops.push(Op::Release);
+            }
+            (Program::Permit { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
+                ops.push(Op::Acquire);
+            }
+            (Program::Permit { .. }, Pc::Held) => ops.push(Op::Release),
+            (Program::Restorer, Pc::Idle)
+                if !busy && client.ops == 0 && s.ghost.detached.is_some() =>
+            {
+                ops.push(Op::Restore);
+            }
+            (Program::Restorer, Pc::Held) => {
+                if client.refreshes == 0 {
+                    ops.push(Op::Sync);
+                }
+                // Refused (a read hold): it may upgrade instead.
+                if client.refreshes == 1 && kind == Some(Kind::Shared) {
+                    ops.push(Op::Upgrade);
+                }
+                ops.push(Op::Release);
             }
             (Program::Session { opens }, Pc::Idle) if !busy && client.ops < opens => {
-                actions.push(Action::User(c, Op::Open));
+                ops.push(Op::Open);
             }
-            (Program::Session { .. }, Pc::Held) => actions.push(Action::User(c, Op::Write)),
+            (Program::Session { .. }, Pc::Held) => ops.push(Op::Write),
             (Program::Revoker { revokes }, Pc::Idle) if !busy && client.ops < revokes => {
-                actions.push(Action::User(c, Op::Revoke));
+                ops.push(Op::Revoke);
             }
             _ => {}
         }
-        let crashable = !matches!(program, Program::Revoker { .. });
+        let crashable = !matches!(program, Program::Revoker { .. } | Program::Restorer);
         if s.crashes > 0 && crashable && client.pc != Pc::Idle {
-            actions.push(Action::User(c, Op::Crash));
+            ops.push(Op::Crash);
         }
+        actions.extend(ops.into_iter().map(|op| Action::User(c, op)));
     }
 
     pub fn user(&self, s: &mut State, c: u8, op: Op) {
@@ -51,11 +107,81 @@ impl System {
         match op {
             Op::Acquire => {
                 s.client_mut(c).ops += 1;
-                self.lock_acquire(s, c);
+                let want = match cfg.clients[usize::from(c)] {
+                    Program::Permit { limit, .. } => Want::Permit(limit),
+                    _ => Want::Alone,
+                };
+                self.lock_acquire(s, c, want);
+            }
+            Op::AcquireRead => {
+                s.client_mut(c).ops += 1;
+                self.lock_acquire(s, c, Want::Shared);
+            }
+            Op::Upgrade => {
+                s.client_mut(c).refreshes += 1;
+                self.convert(s, c, Want::Upgrade, cfg.wait);
+            }
+            Op::Downgrade => {
+                s.client_mut(c).refreshes += 1;
+                self.convert(s, c, Want::Downgrade, 0);
+            }
+            Op::Detach => {
+                // `Lock::detach`: no release, no renewal; the token lives on in
+                // Redis until its ttl, for whoever restores it.
+                let client = s.client_mut(c);
+                client.refreshes += 1;
+                let token = stop_watch(client).expect("held");
+                client.hold = None;
+                client.pc = Pc::Idle;
+                s.ghost.detached = Some(token);
+                say(|| format!("c{c} detaches {token:?}"));
+            }
+            Op::Restore => {
+                // `Lock::restored`: believed held, counted on for nothing, its
+                // kind unknown until asked.
+                let now = s.now;
+                let token = s.ghost.detached.expect("a detached token");
+                let client = s.client_mut(c);
+                client.ops += 1;
+                let mut hold = new_hold(
+                    cfg.ttl,
+                    token,
+                    0,
+                    now,
+                    false,
+                    client.generation,
+                    Via::Restored,
+                );
+                hold.kind = Kind::Unknown;
+                hold.watch.watched = false;
+                client.hold = Some(hold);
+                client.pc = Pc::Held;
+            }
+            Op::Sync => {
+                // `synchronized()` on the restored object: `holding()` asks Redis
+                // what the hold is before relying on it (with the fix reverted,
+                // it takes the lock alone for granted).
+                let now = s.now;
+                let client = s.client_mut(c);
+                client.refreshes += 1;
+                let hold = client.hold.as_mut().expect("restored");
+                if hold.kind == Kind::Unknown && !cfg.fixes.restore_verifies {
+                    hold.kind = Kind::Alone;
+                }
+                if hold.kind == Kind::Unknown {
+                    let token = hold.token;
+                    client.pc = Pc::Verifying {
+                        asked: now,
+                        second: false,
+                    };
+                    self.send(s, c, Link::Request, Req::Inspect { token });
+                } else {
+                    self.synchronized(s, c);
+                }
             }
             Op::Refresh(ttl) => {
                 s.client_mut(c).refreshes += 1;
-                self.refresh(s, c, ttl, false);
+                self.refresh(s, c, ttl, Then::User);
             }
             Op::Fence => {
                 let token = s.client(c).hold.expect("held").token;
@@ -70,7 +196,7 @@ impl System {
             }
             Op::Open => {
                 s.client_mut(c).ops += 1;
-                self.claim(s, c);
+                self.claim(s, c, Want::Alone, None, cfg.wait);
             }
             Op::Write => {
                 let client = s.client_mut(c);
@@ -113,10 +239,11 @@ impl System {
         }
     }
 
-    /// `Lock::acquire`: settle what an earlier call left open, extend a hold we
-    /// still have (`renew_held`), let go of one the watchdog gave up on, then
-    /// claim.
-    fn lock_acquire(&self, s: &mut State, c: u8) {
+    /// `Lock::acquire` / `acquire_read` (and a semaphore's acquire), holding
+    /// nothing of that kind: settle what an earlier call left open, extend a
+    /// hold we still have (`renew_held`), let go of one the watchdog gave up on,
+    /// then claim.
+    fn lock_acquire(&self, s: &mut State, c: u8, want: Want) {
         let now = s.now;
         let client = s.client_mut(c);
         if let Some(token) = client.unresolved {
@@ -124,33 +251,61 @@ impl System {
                 asked: now,
                 generation: client.generation,
                 second: false,
+                want,
             };
             self.send(s, c, Link::Request, Req::Resolve { token });
             return;
         }
         match client.hold {
             Some(h) if h.watch.state == WatchState::Watching => {
-                self.refresh(s, c, self.config.ttl, true);
+                self.refresh(s, c, self.config.ttl, Then::Acquire(want));
             }
             Some(h) => {
                 client.hold = None;
                 let node = client.generation - 1;
                 s.orphan(&self.config, node, Req::Release { token: h.token });
-                self.claim(s, c);
+                self.claim(s, c, want, None, self.config.wait);
             }
-            None => self.claim(s, c),
+            None => self.claim(s, c, want, None, self.config.wait),
         }
     }
 
-    /// `Lease::claim` begins: a fresh token, the deadline, the first attempt.
-    fn claim(&self, s: &mut State, c: u8) {
+    /// `Lock::convert`: the same token asks for the other kind of hold, which it
+    /// keeps while it waits (up to `wait`).
+    fn convert(&self, s: &mut State, c: u8, want: Want, wait: Time) {
+        let token = s.client(c).hold.expect("held").token;
+        self.claim(s, c, want, Some(token), wait);
+    }
+
+    /// `synchronized()` on a hold whose kind is known: nested in a read hold it
+    /// refuses (it would need an upgrade); in the lock alone it extends it
+    /// (`renew_held`) and runs the callback.
+    fn synchronized(&self, s: &mut State, c: u8) {
+        let client = s.client_mut(c);
+        match client.hold.map(|h| h.kind) {
+            Some(Kind::Alone) => self.refresh(s, c, self.config.ttl, Then::Sync),
+            Some(_) => {
+                say(|| format!("c{c}: synchronized() inside a read hold refuses"));
+                client.pc = Pc::Held;
+            }
+            // Not held (any more): it takes the lock afresh.
+            None => self.claim(s, c, Want::Alone, None, self.config.wait),
+        }
+    }
+
+    /// `Lease::claim` begins: a fresh token (or the hold's own, for a
+    /// conversion), the deadline, the first attempt.
+    fn claim(&self, s: &mut State, c: u8, want: Want, token: Option<Token>, wait: Time) {
         let now = s.now;
         let client = s.client_mut(c);
-        let token = new_token(client, c);
+        let convert = token.is_some();
+        let token = token.unwrap_or_else(|| new_token(client, c));
         client.pc = Pc::Claim(Claim {
             token,
+            want,
+            convert,
             generation: client.generation,
-            deadline: now + self.config.wait,
+            deadline: now + wait,
             retried: false,
             busy_since: None,
             sent: now,
@@ -177,6 +332,7 @@ impl System {
             _ => Req::Acquire {
                 token: claim.token,
                 wait,
+                mode: claim.want.mode(),
             },
         };
         s.client_mut(c).pc = Pc::Claim(claim);
@@ -185,7 +341,7 @@ impl System {
 
     /// `Lease::refresh`: nothing is counted on past what it may leave
     /// (`Hold::refreshing`), then refresh.lua sets the expiry.
-    fn refresh(&self, s: &mut State, c: u8, ttl: Time, renew_held: bool) {
+    fn refresh(&self, s: &mut State, c: u8, ttl: Time, then: Then) {
         let now = s.now;
         let client = s.client_mut(c);
         let hold = client.hold.as_mut().expect("held");
@@ -198,7 +354,7 @@ impl System {
             sent: now,
             ttl,
             second: false,
-            renew_held,
+            then,
         };
         self.send(
             s,
@@ -242,12 +398,13 @@ impl System {
                 asked,
                 generation,
                 second,
+                want,
             } => match outcome {
                 // `Lock::settle`: the lease, if ours, was set before we asked.
                 Outcome::Reply(Reply::Owned(Some(owned)), _) => {
                     let client = s.client_mut(c);
                     let token = client.unresolved.take().expect("unresolved");
-                    client.hold = Some(new_hold(
+                    let mut hold = new_hold(
                         cfg.ttl,
                         token,
                         owned.fence.unwrap_or(0),
@@ -255,15 +412,21 @@ impl System {
                         cfg.renew,
                         generation,
                         Via::Settled,
-                    ));
+                    );
+                    hold.kind = if owned.shared {
+                        want.kind()
+                    } else {
+                        Kind::Alone
+                    };
+                    client.hold = Some(hold);
                     // With wait_replicas settle refreshes (the acquire's WAIT never
                     // ran), and `renew_held` refreshes anyway: one refresh, whose
                     // result is the acquire's.
-                    self.refresh(s, c, cfg.ttl, true);
+                    self.refresh(s, c, cfg.ttl, Then::Acquire(want));
                 }
                 Outcome::Reply(..) => {
                     s.client_mut(c).unresolved = None;
-                    self.claim(s, c);
+                    self.claim(s, c, want, None, cfg.wait);
                 }
                 Outcome::Broken if !second => self.again(
                     s,
@@ -273,15 +436,51 @@ impl System {
                         asked,
                         generation,
                         second: true,
+                        want,
                     },
                 ),
                 Outcome::Broken | Outcome::TimedOut => s.client_mut(c).pc = Pc::Idle,
+            },
+            Pc::Verifying { asked, second } => match outcome {
+                // `Lock::ask_restored`: the hold takes on what Redis says it is.
+                Outcome::Reply(Reply::Owned(found), _) => {
+                    let generation = s.client(c).generation;
+                    let client = s.client_mut(c);
+                    let token = client.hold.expect("restored").token;
+                    client.hold = found.map(|o| {
+                        let mut hold = new_hold(
+                            cfg.ttl,
+                            token,
+                            o.fence.unwrap_or(0),
+                            asked + o.pttl,
+                            cfg.renew,
+                            generation,
+                            Via::Restored,
+                        );
+                        hold.kind = if o.shared { Kind::Shared } else { Kind::Alone };
+                        hold
+                    });
+                    say(|| format!("c{c}'s restored hold is {:?}", client.hold.map(|h| h.kind)));
+                    self.synchronized(s, c);
+                    note_fence(s, c);
+                }
+                Outcome::Broken if !second => self.again(
+                    s,
+                    c,
+                    call,
+                    Pc::Verifying {
+                        asked,
+                        second: true,
+                    },
+                ),
+                // An error: synchronized() throws, the hold still unverified.
+                _ => s.client_mut(c).pc = Pc::Held,
             },
             Pc::Refreshing {
                 sent,
                 ttl,
                 second,
-                renew_held,
+                then,
             } => {
                 let extended = match outcome {
                     Outcome::Reply(Reply::Int(1), acks) if acks != Some(false) => Some(true),
@@ -292,7 +491,7 @@ impl System {
                             sent,
                             ttl,
                             second: true,
-                            renew_held,
+                            then,
                         };
                         return self.again(s, c, call, pc);
                     }
@@ -300,21 +499,22 @@ impl System {
                 };
                 refreshed(s, c, sent, ttl, extended);
                 let client = s.client_mut(c);
-                match extended {
-                    Some(true) => client.pc = Pc::Held,
-                    Some(false) => {
+                match (extended, then) {
+                    (Some(true), _) => client.pc = Pc::Held,
+                    (Some(false), _) => {
                         // Not ours: `Lock::refresh` forgets it; `Lock::acquire`
-                        // goes on to claim.
+                        // goes on to claim; a nested synchronized() throws.
                         client.hold = None;
                         client.pc = Pc::Idle;
-                        if renew_held {
-                            self.claim(s, c);
+                        if let Then::Acquire(want) = then {
+                            self.claim(s, c, want, None, cfg.wait);
                         }
                     }
                     // An error: `acquire()` throws (the hold is kept for the next
-                    // call); after `refresh()` the user still holds what it had.
-                    None if renew_held => client.pc = Pc::Idle,
-                    None => client.pc = Pc::Held,
+                    // call); after `refresh()` or in synchronized() the user still
+                    // holds what it had.
+                    (None, Then::Acquire(_)) => client.pc = Pc::Idle,
+                    (None, _) => client.pc = Pc::Held,
                 }
                 note_fence(s, c);
             }
@@ -405,9 +605,9 @@ impl System {
                     }
                     Reply::Busy { pttl } => {
                         if claim.deadline <= claim.sent {
-                            // That attempt did not queue us: busy.
-                            s.client_mut(c).pc = Pc::Idle;
-                            return;
+                            // That attempt did not queue us: busy (a conversion
+                            // keeps its hold).
+                            return self.claim_over(s, c, claim);
                         }
                         claim.busy_since = Some(claim.sent);
                         let left = claim.deadline.saturating_sub(now);
@@ -419,6 +619,18 @@ impl System {
                         claim.step = Step::Nap;
                         s.client_mut(c).pc = Pc::Claim(claim);
                         self.send(s, c, Link::Request, Req::Blpop { token });
+                    }
+                    // Another reader waits to upgrade: refused at once, and
+                    // (the script saw to it) out of the queue.
+                    Reply::Refused => self.claim_over(s, c, claim),
+                    // A conversion whose own hold ran out: nothing to convert.
+                    Reply::Lapsed => {
+                        say(|| format!("c{c}: its hold ran out; the conversion is over"));
+                        s.ghost.lapsed = true;
+                        let client = s.client_mut(c);
+                        stop_watch(client);
+                        client.hold = None;
+                        client.pc = Pc::Idle;
                     }
                     // Voided (only a token we gave up on), or anything else.
                     _ => self.give_up(s, c, token, claim.busy_since.is_some()),
@@ -439,20 +651,24 @@ impl System {
                 _ => self.attempt(s, c),
             },
             Step::Resolve { second } => match outcome {
-                Outcome::Reply(Reply::Owned(Some(owned)), _) => {
+                Outcome::Reply(Reply::Owned(Some(owned)), _) if self.adopts(c, claim, owned) => {
                     let since = claim.busy_since.unwrap_or(claim.sent);
                     let fence = owned.fence.unwrap_or(0);
                     self.grant(s, c, claim, since, fence, owned.data, Via::Adopted)
                 }
                 Outcome::Reply(..) if !claim.retried => {
-                    // Voided: a fresh token tries once more.
+                    // Nothing (or, for an upgrade, still just a reader): the
+                    // attempt took nothing, and a fresh token (a conversion: its
+                    // own) tries once more.
                     claim.retried = true;
-                    claim.token = new_token(s.client_mut(c), c);
+                    if !claim.convert {
+                        claim.token = new_token(s.client_mut(c), c);
+                    }
                     claim.busy_since = None;
                     s.client_mut(c).pc = Pc::Claim(claim);
                     self.attempt(s, c);
                 }
-                Outcome::Reply(..) => s.client_mut(c).pc = Pc::Idle,
+                Outcome::Reply(..) => self.claim_failed(s, c),
                 Outcome::Broken if !second => {
                     claim.step = Step::Resolve { second: true };
                     self.again(s, c, call, Pc::Claim(claim));
@@ -536,7 +752,7 @@ impl System {
     ) {
         let cfg = &self.config;
         let client = s.client_mut(c);
-        client.hold = Some(new_hold(
+        let mut hold = new_hold(
             cfg.ttl,
             claim.token,
             fence,
@@ -544,7 +760,9 @@ impl System {
             cfg.renew,
             claim.generation,
             via,
-        ));
+        );
+        hold.kind = claim.want.kind();
+        client.hold = Some(hold);
         client.read = data;
         client.pc = Pc::Held;
         say(|| {
@@ -557,15 +775,63 @@ impl System {
         note_fence(s, c);
     }
 
+    /// `LockClaim::adopts`: what resolve.lua found our token holding is what
+    /// the claim wanted (an upgrade that finds its token still a reader did not
+    /// happen).
+    fn adopts(&self, c: u8, claim: Claim, owned: crate::redis::Owned) -> bool {
+        match self.config.clients[usize::from(c)] {
+            Program::Session { .. } => true,
+            _ => owned.shared == (claim.want.kind() != Kind::Alone),
+        }
+    }
+
+    /// The claim ends without what it asked for, and without an error: a fresh
+    /// claim leaves the client holding nothing; a conversion keeps its hold
+    /// (`Lock::convert`: `Got::Busy`).
+    fn claim_over(&self, s: &mut State, c: u8, claim: Claim) {
+        s.client_mut(c).pc = if claim.convert { Pc::Held } else { Pc::Idle };
+    }
+
+    /// The claim ends in an error: a conversion keeps the hold object (for its
+    /// release), but what it is now is unknown until Redis is asked (the attempt
+    /// may have converted it, or a WAIT shortfall released it), so nothing is
+    /// counted on (`Lock::convert`, with fix (i); reverted: it counts on the
+    /// kind and bound it had).
+    fn claim_failed(&self, s: &mut State, c: u8) {
+        let now = s.now;
+        let fix = self.config.fixes.failed_conversion_asks;
+        let client = s.client_mut(c);
+        let Pc::Claim(claim) = client.pc else {
+            client.pc = Pc::Idle;
+            return;
+        };
+        if !claim.convert {
+            client.pc = Pc::Idle;
+            return;
+        }
+        client.pc = Pc::Held;
+        if let Some(h) = client.hold.as_mut().filter(|_| fix) {
+            h.kind = Kind::Unknown;
+            h.watch.end = h.watch.end.min(now);
+        }
+    }
+
     /// `Lease::give_up`: a token that may be queued (or hold the lease) is
-    /// abandoned (`Lease::abandon`, left to run by itself).
+    /// abandoned (`Lease::abandon`, left to run by itself); a conversion's only
+    /// leaves the queue (`resolve`: its hold stays).
     fn give_up(&self, s: &mut State, c: u8, token: Token, queued: bool) {
         say(|| format!("c{c} gives up {token:?}"));
         if queued {
             let node = s.client(c).generation - 1;
-            s.orphan(&self.config, node, Req::Abandon { token });
+            let convert = matches!(s.client(c).pc, Pc::Claim(cl) if cl.convert);
+            let req = if convert {
+                Req::Resolve { token }
+            } else {
+                Req::Abandon { token }
+            };
+            s.orphan(&self.config, node, req);
         }
-        s.client_mut(c).pc = Pc::Idle;
+        self.claim_failed(s, c);
     }
 
     /// `Lease::release_token`, whose result nobody reads.
@@ -579,12 +845,17 @@ impl System {
     /// (`Lease::defer`).
     fn unresolved(&self, s: &mut State, c: u8, token: Token) {
         say(|| format!("c{c}: unresolved {token:?}, settled later"));
+        if matches!(s.client(c).pc, Pc::Claim(cl) if cl.convert) {
+            // `Lock::convert` keeps no unresolved token: the hold's own token,
+            // released (whatever it holds) by the hold's release.
+            return self.claim_failed(s, c);
+        }
         match self.config.clients[usize::from(c)] {
-            Program::Lock { .. } => s.client_mut(c).unresolved = Some(token),
-            _ => {
+            Program::Session { .. } | Program::Revoker { .. } => {
                 let node = s.client(c).generation - 1;
                 s.orphan(&self.config, node, Req::Abandon { token });
             }
+            _ => s.client_mut(c).unresolved = Some(token),
         }
         s.client_mut(c).pc = Pc::Idle;
     }
@@ -748,7 +1019,7 @@ fn refreshed(s: &mut State, c: u8, sent: Time, ttl: Time, extended: Option<bool>
     };
     let w = &mut hold.watch;
     match extended {
-        Some(true) if w.counting(now) => {
+        Some(true) if w.counting(now) || !w.watched => {
             w.setting = None;
             w.retry = false;
             w.end = sent + ttl;
@@ -808,6 +1079,7 @@ fn new_hold(
 ) -> Hold {
     Hold {
         token,
+        kind: Kind::Alone,
         fence,
         watch: Watch {
             end,
@@ -817,6 +1089,7 @@ fn new_hold(
             setting: None,
             generation,
             retry: false,
+            watched: true,
         },
         via,
         fence_noted: false,
@@ -850,14 +1123,18 @@ fn note_fence(s: &mut State, c: u8) {
     hold.fence_noted = true;
     let fence = hold.fence;
     let ghost = &mut s.ghost;
-    if fence <= ghost.last_fence {
+    // The same grant, counted on again by another object (restore()), is not a
+    // new one.
+    let again = fence == ghost.last_fence && hold.token == ghost.last_fence_token;
+    if fence <= ghost.last_fence && !again {
         ghost.fence_regressed = true;
     }
     ghost.last_fence = ghost.last_fence.max(fence);
+    ghost.last_fence_token = hold.token;
     // Outside the failover window: a hold the current master granted or was
     // checked against.
     if hold.watch.generation == generation {
-        if fence <= ghost.last_fence_outside_window {
+        if fence <= ghost.last_fence_outside_window && !again {
             ghost.fence_regressed_outside_window = true;
         }
         ghost.last_fence_outside_window = ghost.last_fence_outside_window.max(fence);

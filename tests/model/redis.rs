@@ -1,5 +1,6 @@
-//! Redis as the model sees it: the keys of one lease on one node, and the Lua
-//! scripts of `src/core/scripts/` as atomic steps on them.
+//! Redis as the model sees it: the keys of one lease on one node (a lock, its
+//! readers, or a semaphore's permits; or a session's lock and data), and the
+//! Lua scripts of `src/core/scripts/` as atomic steps on them.
 //!
 //! Each script is a method of [`Script`] named after its `.lua` file, and each
 //! function of `lib.lua` a method of the same name, with the same branches in the
@@ -79,15 +80,42 @@ impl fmt::Debug for LockValue {
     }
 }
 
+/// acquire.lua's modes (ARGV[4]), with a permit's limit (ARGV[5]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// 'w': the lock alone.
+    #[default]
+    W,
+    /// 'r': shared with other readers.
+    R,
+    /// 'u': alone, for a token that reads (an upgrade).
+    U,
+    /// 'd': shared, for a token that has it alone (a downgrade).
+    D,
+    /// 'p': one of this many permits of a semaphore.
+    P(u8),
+}
+
 /// One member of `<lock>:waiters` with its `<lock>:terms` entry. The two keys are
 /// always written together (join_queue, leave_queue) and expire together, so the
-/// model keeps them as one list in arrival order.
+/// model keeps them as one list in arrival order (an upgrade's entry goes first:
+/// join_queue scores it below the first one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Waiter {
     pub token: Token,
     pub ttl: Time,
     pub deadline: Time,
     pub heard: Time,
+    pub mode: Mode,
+}
+
+/// A member of `<lock>:holders` (read holds, permits), scored with the end of
+/// its lease. One that ran out lingers until a script drops it (live_holders)
+/// or the key expires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Shared {
+    pub token: Token,
+    pub until: Time,
 }
 
 /// A wake-up list entry `<fence>:<payload>`: a lock's payload is empty, a
@@ -110,14 +138,18 @@ pub struct Wake {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Store {
     pub lock: Option<LockValue>,
+    /// `<lock>:holders`, and the key's own expiry (keep_holders: the last
+    /// member's end when it was last set).
+    pub holders: Slots<Shared, 5>,
+    pub holders_until: Time,
     /// `<lock>:fence`: the last fencing token, and its expiry.
     pub fence: Option<(u16, Time)>,
     /// `<lock>:waiters` and `<lock>:terms`; empty: neither key exists.
     pub waiters: Slots<Waiter, 3>,
     pub waiters_until: Time,
-    pub wake: Slots<Wake, 3>,
+    pub wake: Slots<Wake, 4>,
     /// `<lock>:void:<token>` markers.
-    pub void: Slots<Token, 4>,
+    pub void: Slots<Token, 6>,
     /// The session data (`PHPREDIS_SESSION:<id>`).
     pub data: Option<Data>,
     /// `<lock>:revoked:<nonce>` markers.
@@ -130,6 +162,10 @@ impl Store {
     pub fn expire(&mut self, now: Time) {
         if self.lock.is_some_and(|l| l.until <= now) {
             self.lock = None;
+        }
+        if self.holders_until <= now {
+            self.holders.clear();
+            self.holders_until = 0;
         }
         if self.fence.is_some_and(|(_, until)| until <= now) {
             self.fence = None;
@@ -161,9 +197,14 @@ pub enum Reply {
     Busy { pttl: Time },
     /// `{0, -2}`: this token was voided.
     Voided,
+    /// `{-3, 0}`: an upgrade while another reader waits to upgrade.
+    Refused,
+    /// `{-4, 0}`: a conversion whose own hold ran out.
+    Lapsed,
     /// An integer reply (release, refresh, session_save, session_revoke).
     Int(u8),
-    /// resolve.lua: `{pttl, fence[, data]}` when ours, nil otherwise.
+    /// resolve.lua, inspect.lua: `{pttl, fence[, data]}` when ours (`{pttl,
+    /// '-'}` for a shared hold), nil otherwise.
     Owned(Option<Owned>),
     /// fence.lua: the fence, or false.
     Fence(Option<u16>),
@@ -179,6 +220,8 @@ pub struct Owned {
     pub pttl: Time,
     pub fence: Option<u16>,
     pub data: Option<Data>,
+    /// A read hold or a permit ('-'), not the lock alone.
+    pub shared: bool,
 }
 
 /// How session_revoke.lua leaves its marker: fixes (b) and (f).
@@ -198,6 +241,26 @@ pub struct Scripts {
     /// refresh.lua's 'at_least' mode for the watchdog's renewals (fix (c)).
     pub at_least: bool,
     pub revoke_marker: RevokeMarker,
+    /// (h) acquire.lua's refusals of a conversion ({-3, 0}: another reader
+    /// waits to upgrade; {-4, 0}: its read lease ran out) take the token out
+    /// of the queue. Off: they leave an earlier attempt's entry there, as
+    /// before the fix (issue 27's second bug).
+    pub refusals_leave_queue: bool,
+    /// (j) An upgrade's attempt that does not find the lock its own clears its
+    /// wake-up list: what is there is a reader's grant of the token's earlier
+    /// claim (taken by another path, the grant's wake-up left behind). Off: the
+    /// upgrade's BLPOP popped it as the lock alone (found by this model).
+    pub upgrade_clears_wake: bool,
+    /// (k) resolve.lua voids a token it finds holding, as one that holds
+    /// nothing. Off: only the latter, so an attempt of an adopted token that
+    /// arrived late took the lease again once it was released, for nobody
+    /// (found by this model).
+    pub resolve_voids_holder: bool,
+    /// (l) lib.lua's `grant` drops an upgrade whose token no longer reads (its
+    /// read hold ran out, or was released after the upgrade gave up with an
+    /// error) instead of handing it the lock. Off: the lock went to a token
+    /// nobody waited for (found by this model).
+    pub grant_drops_lapsed_upgrade: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -265,9 +328,10 @@ impl Script<'_> {
         }
     }
 
-    /// lib.lua's `first_waiter`.
-    pub fn first_waiter(&mut self, now: Time) -> Option<Waiter> {
-        let mut i = 0;
+    /// lib.lua's `waiter_from`: the first waiter at or after place `i` within
+    /// its deadline and heard from lately, and its place. Those whose deadline
+    /// passed are dropped on the way; those not heard from lately are passed over.
+    pub fn waiter_from(&mut self, now: Time, mut i: usize) -> Option<(Waiter, usize)> {
         loop {
             let w = *self.db.waiters.get(i)?;
             if w.deadline <= now {
@@ -275,22 +339,33 @@ impl Script<'_> {
             } else if w.heard <= now {
                 i += 1;
             } else {
-                return Some(w);
+                return Some((w, i));
             }
         }
     }
 
-    /// lib.lua's `join_queue`.
-    pub fn join_queue(&mut self, token: Token, ttl: Time, wait: Time, now: Time) {
+    /// lib.lua's `first_waiter`.
+    pub fn first_waiter(&mut self, now: Time) -> Option<Waiter> {
+        self.waiter_from(now, 0).map(|(w, _)| w)
+    }
+
+    /// lib.lua's `join_queue`: a new upgrade goes ahead of everyone.
+    pub fn join_queue(&mut self, token: Token, ttl: Time, wait: Time, now: Time, mode: Mode) {
         let heard = now + wait.min(NAP) + HEARD_SLACK;
         let terms = Waiter {
             token,
             ttl,
             deadline: now + wait,
             heard,
+            mode,
         };
         match self.db.waiters.iter_mut().find(|w| w.token == token) {
             Some(w) => *w = terms,
+            None if mode == Mode::U => {
+                self.db.waiters = std::iter::once(terms)
+                    .chain(self.db.waiters.iter().copied())
+                    .collect();
+            }
             None => self.db.waiters.push(terms),
         }
         // The queue lasts as long as its longest waiter.
@@ -300,50 +375,169 @@ impl Script<'_> {
         }
     }
 
-    /// lib.lua's `hand_off`: `fence_key` is whether the script declared the
-    /// fencing counter (locks do, sessions do not); `payload` is the body of the
-    /// wake-up entry (a session's data).
+    /// lib.lua's `live_holders`: the shared holds alive at `now`; those that ran
+    /// out are dropped.
+    pub fn live_holders(&mut self, now: Time) -> u8 {
+        if self.db.holders.is_empty() {
+            return 0;
+        }
+        self.db.holders.retain(|h| h.until > now);
+        if self.db.holders.is_empty() {
+            self.db.holders_until = 0;
+        }
+        self.db.holders.len() as u8
+    }
+
+    /// lib.lua's `keep_holders`: the key lasts as long as its last lease.
+    pub fn keep_holders(&mut self, now: Time) {
+        let last = self.db.holders.iter().map(|h| h.until).max();
+        if let Some(last) = last.filter(|&l| l > now) {
+            self.db.holders_until = last;
+        }
+    }
+
+    /// lib.lua's `add_holder`.
+    pub fn add_holder(&mut self, token: Token, ttl: Time, now: Time) {
+        let until = now.saturating_add(ttl);
+        match self.db.holders.iter_mut().find(|h| h.token == token) {
+            Some(h) => h.until = until,
+            None => self.db.holders.push(Shared { token, until }),
+        }
+        self.keep_holders(now);
+    }
+
+    /// `ZSCORE <lock>:holders token`: the end of its shared hold, if a member.
+    fn shared_end(&self, token: Token) -> Option<Time> {
+        self.db
+            .holders
+            .iter()
+            .find(|h| h.token == token)
+            .map(|h| h.until)
+    }
+
+    /// lib.lua's `wake_up`.
+    fn wake_up(&mut self, token: Token, deadline: Time, entry: Payload) {
+        let until = deadline + WAKE_KEEP;
+        match self.db.wake.iter_mut().find(|w| w.token == token) {
+            Some(w) => {
+                w.entries.push(entry);
+                w.until = until;
+            }
+            None => self.db.wake.push(Wake {
+                token,
+                entries: [entry].into_iter().collect(),
+                until,
+            }),
+        }
+    }
+
+    /// lib.lua's `grant`: what is free goes to the waiters at the head of the
+    /// queue, first come first served; `holders`: whether the script declared
+    /// the shared holds (locks and semaphores do, sessions do not); `fence_key`:
+    /// the fencing counter (locks do, sessions do not); `payload`: the body of a
+    /// writer's wake-up entry (a session's data).
+    pub fn grant(
+        &mut self,
+        holders: bool,
+        fence_key: bool,
+        payload: fn(&Store) -> Option<Data>,
+        now: Option<Time>,
+    ) -> bool {
+        if self.db.waiters.is_empty() || self.db.lock.is_some() {
+            return false;
+        }
+        let now = now.unwrap_or_else(|| self.now_ms());
+        let mut live = if holders { self.live_holders(now) } else { 0 };
+        let mut handed = false;
+        let mut i = 0;
+        loop {
+            let Some((w, at)) = self.waiter_from(now, i) else {
+                return handed;
+            };
+            // An upgrade is only ever a reader's: one whose read hold ended has
+            // nothing to upgrade, and leaves (fix (l)).
+            let mine = w.mode == Mode::U && holders && self.shared_end(w.token).is_some();
+            if w.mode == Mode::U && !mine && self.scripts.grant_drops_lapsed_upgrade {
+                self.leave_queue(w.token);
+                i = at;
+                continue;
+            }
+            match w.mode {
+                Mode::W | Mode::U | Mode::D => {
+                    // An upgrading reader may be the one holder left: it becomes
+                    // the writer.
+                    if live > u8::from(mine) {
+                        return handed;
+                    }
+                    let body = payload(self.db);
+                    self.leave_queue(w.token);
+                    if mine {
+                        self.db.holders.retain(|h| h.token != w.token);
+                    }
+                    let mut fence = 0;
+                    if fence_key {
+                        fence = self.next_fence();
+                    }
+                    self.set_lock(w.token, Some(fence), w.ttl);
+                    self.wake_up(w.token, w.deadline, Payload { fence, data: body });
+                    return true;
+                }
+                Mode::P(limit) if live >= limit => return handed,
+                Mode::R | Mode::P(_) => {
+                    self.leave_queue(w.token);
+                    self.add_holder(w.token, w.ttl, now);
+                    self.wake_up(
+                        w.token,
+                        w.deadline,
+                        Payload {
+                            fence: 0,
+                            data: None,
+                        },
+                    );
+                    live += 1;
+                    handed = true;
+                    // The next waiter now stands where this one stood.
+                    i = at;
+                }
+            }
+        }
+    }
+
+    /// lib.lua's `hand_off`: `grant` without shared holds (sessions).
     pub fn hand_off(
         &mut self,
         fence_key: bool,
         payload: fn(&Store) -> Option<Data>,
         now: Option<Time>,
     ) -> bool {
-        if self.db.waiters.is_empty() {
-            return false;
-        }
-        let now = now.unwrap_or_else(|| self.now_ms());
-        let Some(first) = self.first_waiter(now) else {
-            return false;
-        };
-        let body = payload(self.db);
-        self.leave_queue(first.token);
-        let mut fence = 0;
-        if fence_key {
-            fence = self.next_fence();
-        }
-        self.set_lock(first.token, Some(fence), first.ttl);
-        let entry = Payload { fence, data: body };
-        let until = first.deadline + WAKE_KEEP;
-        match self.db.wake.iter_mut().find(|w| w.token == first.token) {
-            Some(w) => {
-                w.entries.push(entry);
-                w.until = until;
-            }
-            None => self.db.wake.push(Wake {
-                token: first.token,
-                entries: [entry].into_iter().collect(),
-                until,
-            }),
-        }
-        true
+        self.grant(false, fence_key, payload, now)
     }
 
     /// lib.lua's `pass_on`.
     pub fn pass_on(&mut self, fence_key: bool, payload: fn(&Store) -> Option<Data>) {
-        if !self.hand_off(fence_key, payload, None) {
+        self.db.lock = None;
+        self.hand_off(fence_key, payload, None);
+    }
+
+    /// lib.lua's `let_go`: the lock alone, or a live shared hold; what that
+    /// frees goes to the head of the queue. True when the token held something.
+    pub fn let_go(&mut self, token: Token) -> bool {
+        if owns(self.db.lock, token) {
             self.db.lock = None;
+        } else {
+            let Some(ends) = self.shared_end(token) else {
+                return false;
+            };
+            self.db.holders.retain(|h| h.token != token);
+            if self.db.holders.is_empty() {
+                self.db.holders_until = 0;
+            }
+            if ends <= self.now_ms() {
+                return false;
+            }
         }
+        self.grant(true, true, |_| None, None);
+        true
     }
 
     /// lib.lua's `done_before`. Its marker is declared only on a Redis Cluster,
@@ -367,21 +561,72 @@ impl Script<'_> {
     }
 
     /// acquire.lua.
-    pub fn acquire(&mut self, token: Token, ttl: Time, wait: Time) -> Reply {
+    pub fn acquire(&mut self, token: Token, ttl: Time, wait: Time, mode: Mode) -> Reply {
         // The common case first: nobody queues, this token was not voided, the
-        // lock is free; the fence is left unassigned (fence.lua).
-        if !self.exists_void(token) && self.db.waiters.is_empty() && self.db.lock.is_none() {
-            self.set_lock(token, None, ttl);
-            return Reply::Took {
-                fence: None,
-                data: None,
-            };
+        // lock is free; a writer's fence is left unassigned (fence.lua).
+        let took_shared = Reply::Took {
+            fence: Some(0),
+            data: None,
+        };
+        match mode {
+            Mode::W => {
+                if !self.exists_void(token)
+                    && self.db.waiters.is_empty()
+                    && self.db.holders.is_empty()
+                    && self.db.lock.is_none()
+                {
+                    self.set_lock(token, None, ttl);
+                    return Reply::Took {
+                        fence: None,
+                        data: None,
+                    };
+                }
+            }
+            Mode::R => {
+                if !self.exists_void(token) && self.db.waiters.is_empty() && self.db.lock.is_none()
+                {
+                    let now = self.now_ms();
+                    self.add_holder(token, ttl, now);
+                    return took_shared;
+                }
+            }
+            Mode::P(limit) => {
+                // NX: a token that holds a permit already (handed to it while it
+                // waited) is left to the path below.
+                if !self.exists_void(token) && self.db.waiters.is_empty() {
+                    let now = self.now_ms();
+                    if self.live_holders(now) < limit && self.shared_end(token).is_none() {
+                        self.db.holders.push(Shared {
+                            token,
+                            until: now.saturating_add(ttl),
+                        });
+                        self.keep_holders(now);
+                        return took_shared;
+                    }
+                }
+            }
+            Mode::U | Mode::D => {}
         }
-        if self.exists_void(token) {
+        // A voided token's fresh claims take nothing; its conversions act only
+        // on what it holds.
+        if !matches!(mode, Mode::U | Mode::D) && self.exists_void(token) {
             return Reply::Voided;
         }
         let value = self.db.lock;
+        if mode == Mode::D && !owns(value, token) {
+            return Reply::Lapsed;
+        }
         if owns(value, token) {
+            if matches!(mode, Mode::R | Mode::D) {
+                // A writer taking it as a reader (a downgrade): nobody can come
+                // between, and readers queued at the head share it at once.
+                self.db.lock = None;
+                let now = self.now_ms();
+                self.add_holder(token, ttl, now);
+                self.grant(true, true, |_| None, Some(now));
+                return took_shared;
+            }
+            // Handed to us while we waited, and its wake-up was lost or not read yet.
             self.unwake(token);
             return Reply::Handed {
                 fence: value.and_then(|v| v.fence),
@@ -389,40 +634,123 @@ impl Script<'_> {
             };
         }
         let now = self.now_ms();
+        let live = self.live_holders(now);
+        let reading = live > 0 && self.shared_end(token).is_some();
+        if mode == Mode::U && !reading {
+            if self.scripts.refusals_leave_queue {
+                self.leave_queue(token);
+            }
+            return Reply::Lapsed;
+        }
+        if reading && mode != Mode::U {
+            // A shared hold handed to us while we waited (or one we have: kept).
+            self.unwake(token);
+            return Reply::Handed {
+                fence: Some(0),
+                data: None,
+            };
+        }
         if value.is_none() {
             let first = self.first_waiter(now);
             if first.is_none_or(|w| w.token == token) {
-                let fence = self.next_fence();
-                self.set_lock(token, Some(fence), ttl);
-                self.leave_queue(token);
-                return Reply::Took {
-                    fence: Some(fence),
+                let alone = match mode {
+                    Mode::W => live == 0,
+                    Mode::U => live == u8::from(reading),
+                    _ => false,
+                };
+                if alone {
+                    let fence = self.next_fence();
+                    self.set_lock(token, Some(fence), ttl);
+                    if reading {
+                        self.db.holders.retain(|h| h.token != token);
+                    }
+                    self.leave_queue(token);
+                    return Reply::Took {
+                        fence: Some(fence),
+                        data: None,
+                    };
+                }
+                let shares = match mode {
+                    Mode::R => true,
+                    Mode::P(limit) => live < limit,
+                    _ => false,
+                };
+                if shares {
+                    self.add_holder(token, ttl, now);
+                    self.leave_queue(token);
+                    return took_shared;
+                }
+            }
+            // Free (or shareable) with others queued before us: first come, first
+            // served. What that serves may be us.
+            self.grant(true, true, |_| None, Some(now));
+            let value = self.db.lock;
+            if owns(value, token) {
+                self.unwake(token);
+                return Reply::Handed {
+                    fence: value.and_then(|v| v.fence),
                     data: None,
                 };
             }
-            // Free with others queued before us: first come, first served.
-            self.hand_off(true, |_| None, Some(now));
+            if mode != Mode::U && self.shared_end(token).is_some() {
+                self.unwake(token);
+                return Reply::Handed {
+                    fence: Some(0),
+                    data: None,
+                };
+            }
+        }
+        if mode == Mode::U {
+            // Nothing granted this upgrade yet: a wake-up on its list is stale
+            // (fix (j)).
+            if self.scripts.upgrade_clears_wake {
+                self.unwake(token);
+            }
+            // Two readers each waiting for the other to leave would wait for
+            // ever: an upgrade is refused while another reader waits to upgrade.
+            if let Some(first) = self.first_waiter(now) {
+                if first.token != token && first.mode == Mode::U {
+                    if self.scripts.refusals_leave_queue {
+                        self.leave_queue(token);
+                    }
+                    return Reply::Refused;
+                }
+            }
         }
         if wait > 0 {
-            self.join_queue(token, ttl, wait, now);
+            self.join_queue(token, ttl, wait, now, mode);
         } else {
             self.leave_queue(token);
         }
-        Reply::Busy {
-            pttl: self.lock_pttl(),
-        }
+        // How long until a holder's lease ends: the lock's, else the first
+        // shared one's.
+        let pttl = match self.db.lock {
+            Some(l) => self.pttl(l.until),
+            None if live > 0 => self
+                .db
+                .holders
+                .iter()
+                .map(|h| h.until)
+                .min()
+                .map_or(0, |u| u.saturating_sub(now)),
+            None => 0,
+        };
+        Reply::Busy { pttl }
     }
 
-    /// release.lua (for a session, session_save.lua's 'unlock': the data goes
-    /// with the lock to the next waiter).
+    /// release.lua, by let_go (for a session, session_save.lua's 'unlock': the
+    /// data goes with the lock to the next waiter).
     pub fn release(&mut self, token: Token, session: bool) -> Reply {
-        if !owns(self.db.lock, token) {
-            return Reply::Int(self.done_before(None));
-        }
         if session {
+            if !owns(self.db.lock, token) {
+                return Reply::Int(self.done_before(None));
+            }
             self.pass_on(false, |db| db.data);
-        } else {
-            self.pass_on(true, |_| None);
+            self.mark_done(None);
+            return Reply::Int(1);
+        }
+        if !self.let_go(token) {
+            return Reply::Int(self.done_before(None));
         }
         self.mark_done(None);
         Reply::Int(1)
@@ -432,18 +760,30 @@ impl Script<'_> {
     /// a lease (with `Scripts::at_least` off, they set it exactly: fix (c)
     /// reverted).
     pub fn refresh(&mut self, token: Token, ttl: Time, at_least: bool) -> Reply {
-        if !owns(self.db.lock, token) {
+        let at_least = at_least && self.scripts.at_least;
+        if owns(self.db.lock, token) {
+            let mut ttl = ttl;
+            if at_least {
+                ttl = ttl.max(self.lock_pttl());
+            }
+            let until = self.now + ttl;
+            if let Some(lock) = &mut self.db.lock {
+                lock.until = until;
+            }
+            // Always a write when ours: the WAIT that follows must cover it.
+            self.touched = true;
+            return Reply::Int(1);
+        }
+        let ends = self.shared_end(token);
+        let now = self.now_ms();
+        let Some(ends) = ends.filter(|&e| e > now) else {
             return Reply::Int(0);
-        }
+        };
         let mut ttl = ttl;
-        if at_least && self.scripts.at_least {
-            ttl = ttl.max(self.lock_pttl());
+        if at_least {
+            ttl = ttl.max(ends - now);
         }
-        let until = self.now + ttl;
-        if let Some(lock) = &mut self.db.lock {
-            lock.until = until;
-        }
-        // Always a write when ours: the WAIT that follows must cover it.
+        self.add_holder(token, ttl, now);
         self.touched = true;
         Reply::Int(1)
     }
@@ -469,18 +809,63 @@ impl Script<'_> {
         let value = self.db.lock;
         self.unwake(token);
         if let Some(v) = value.filter(|_| owns(value, token)) {
+            self.void_holder(token);
             let data = if session { self.db.data } else { None };
             return Reply::Owned(Some(Owned {
                 pttl: self.pttl(v.until),
                 fence: v.fence,
                 data,
+                shared: false,
             }));
         }
         self.leave_queue(token);
+        // A token with a shared hold is never voided: an upgrade that holds it as
+        // a reader only leaves the queue.
+        if let Some(ends) = self.shared_end(token).filter(|&e| e > self.now) {
+            self.void_holder(token);
+            return Reply::Owned(Some(Owned {
+                pttl: ends - self.now,
+                fence: None,
+                data: None,
+                shared: true,
+            }));
+        }
         if !self.db.void.contains(&token) {
             self.db.void.push(token);
         }
         Reply::Owned(None)
+    }
+
+    /// resolve.lua's `void_holder` (fix (k)): a token found holding is voided
+    /// too, so that a late attempt of it takes nothing once it is released.
+    fn void_holder(&mut self, token: Token) {
+        if self.scripts.resolve_voids_holder && !self.db.void.contains(&token) {
+            self.db.void.push(token);
+        }
+    }
+
+    /// inspect.lua: what our token holds, changing nothing.
+    pub fn inspect(&mut self, token: Token) -> Reply {
+        let value = self.db.lock;
+        if let Some(v) = value.filter(|_| owns(value, token)) {
+            return Reply::Owned(Some(Owned {
+                pttl: self.pttl(v.until),
+                fence: v.fence,
+                data: None,
+                shared: false,
+            }));
+        }
+        let now = self.now_ms();
+        Reply::Owned(
+            self.shared_end(token)
+                .filter(|&e| e > now)
+                .map(|ends| Owned {
+                    pttl: ends - now,
+                    fence: None,
+                    data: None,
+                    shared: true,
+                }),
+        )
     }
 
     /// session_open.lua (no `max_waiters` cap: ARGV[4] is 0).
@@ -513,7 +898,7 @@ impl Script<'_> {
             self.hand_off(false, |db| db.data, Some(now));
         }
         if wait > 0 {
-            self.join_queue(token, ttl, wait, now);
+            self.join_queue(token, ttl, wait, now, Mode::W);
         } else {
             self.leave_queue(token);
         }
@@ -544,14 +929,11 @@ impl Script<'_> {
         if marker == RevokeMarker::Always {
             self.db.revoked.push(nonce);
         }
-        if self.db.lock.is_some() {
-            if self.hand_off(false, |_| None, None) {
-                if marker == RevokeMarker::OnHandoff {
-                    self.db.revoked.push(nonce);
-                }
-            } else {
-                self.db.lock = None;
-            }
+        if self.db.lock.take().is_some()
+            && self.hand_off(false, |_| None, None)
+            && marker == RevokeMarker::OnHandoff
+        {
+            self.db.revoked.push(nonce);
         }
         Reply::Int(1)
     }

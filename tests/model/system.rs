@@ -44,8 +44,10 @@ use std::fmt::Write as _;
 
 use stateright::{Model, Property};
 
-use crate::client::{Call, Client, Link, Orphans, Outcome, Pc, Program, Req, Stage, WatchState};
-use crate::redis::{owns, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
+use crate::client::{
+    Call, Client, Kind, Link, Orphans, Outcome, Pc, Program, Req, Stage, WatchState,
+};
+use crate::redis::{owns, Mode, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
 use crate::slots::Slots;
 
 thread_local! {
@@ -75,7 +77,10 @@ pub fn narrated<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
 /// A command as the trace shows it.
 pub fn show(req: Req) -> String {
     match req {
-        Req::Acquire { token, wait } => format!("acquire.lua({token:?}, wait {wait})"),
+        Req::Acquire { token, wait, mode } => {
+            format!("acquire.lua({token:?}, wait {wait}, {mode:?})")
+        }
+        Req::Inspect { token } => format!("inspect.lua({token:?})"),
         Req::Open { token, wait } => format!("session_open.lua({token:?}, wait {wait})"),
         Req::Blpop { token } => format!("BLPOP wake:{token:?}"),
         Req::Resolve { token } => format!("resolve.lua({token:?})"),
@@ -157,6 +162,15 @@ pub struct Fixes {
     /// lowers the hold's bound to it. Off: it only looks for the token, as
     /// before that fix.
     pub check_reads_pttl: bool,
+    /// (g) `synchronized()` on a restored hold asks Redis what it is
+    /// (`Lock::holding`) before relying on its kind. Off: a restored hold passes
+    /// for the lock alone (issue 27's first bug).
+    pub restore_verifies: bool,
+    /// (i) A conversion that ends in an error (no reply, too few replicas)
+    /// leaves its hold's kind unknown until asked (`Lock::convert`). Off: it
+    /// goes on counting on the hold it had, which the attempt may have changed
+    /// or released.
+    pub failed_conversion_asks: bool,
 }
 
 /// Where the failover is.
@@ -223,6 +237,28 @@ pub struct Ghost {
     pub revokes: Slots<(u8, Option<Token>), 2>,
     /// A revocation's second run revoked the lease its first run handed on.
     pub revoked_own_handoff: bool,
+    /// The token of the hold behind `last_fence` (a restored object counts on
+    /// the same grant again).
+    pub last_fence_token: Token,
+    /// A token a client detached, for another to restore.
+    pub detached: Option<Token>,
+    /// The limit of the semaphore object whose claim admitted the last permit.
+    pub last_limit: u8,
+    /// Tokens whose cleanup (an abandon, a release left to run) was lost in the
+    /// network: Redis may keep what they hold until it expires.
+    pub forsaken: Slots<Token, 6>,
+    /// A script run granted shared holds to two waiters or more at once.
+    pub woken_together: bool,
+    /// A conversion found its own hold ran out.
+    pub lapsed: bool,
+    /// A script run gave a token a hold (the lock, a read hold, a permit) that
+    /// nobody wanted any more (see `State::wanted`).
+    pub unwanted_grant: Option<Token>,
+    /// How many tokens each client had made when the replica was promoted: a
+    /// promoted replica may lack their release or their leaving the queue (not
+    /// WAITed for: a lost release only delays the next holder until the lease
+    /// ends by itself), and grant them again.
+    pub before_failover: [u8; 3],
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -242,6 +278,12 @@ pub struct State {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     Acquire,
+    AcquireRead,
+    Upgrade,
+    Downgrade,
+    Detach,
+    Restore,
+    Sync,
     Refresh(Time),
     Fence,
     Release,
@@ -335,8 +377,8 @@ impl State {
         let session =
             |t: Token| matches!(cfg.clients[usize::from(t.client)], Program::Session { .. });
         let reply = match req {
-            Req::Acquire { token, wait } => {
-                let reply = script.acquire(token, cfg.ttl, wait);
+            Req::Acquire { token, wait, mode } => {
+                let reply = script.acquire(token, cfg.ttl, wait, mode);
                 if cfg.wait_replicas && cfg.fixes.grant_waits {
                     if let Reply::Handed { .. } = reply {
                         script.refresh(token, cfg.ttl, false);
@@ -361,6 +403,7 @@ impl State {
                 at_least,
             } => script.refresh(token, ttl, at_least),
             Req::Fence { token } => script.fence(token),
+            Req::Inspect { token } => script.inspect(token),
             Req::Release { token } => script.release(token, session(token)),
             Req::Save { token, data } => script.session_save(token, data),
             Req::SavedBefore { data } => script.saved_before(data),
@@ -377,6 +420,8 @@ impl State {
         if let Req::Revoke { nonce } = req {
             self.note_revoke(nonce, &before, node);
         }
+        self.note_shared(cfg, &before, node);
+        self.note_grants(&before, node);
         if wrote && self.redis.replica.is_some() && node == self.redis.master() {
             let after = self.redis.nodes[n].store;
             self.redis.stream.push(after);
@@ -440,6 +485,31 @@ impl State {
         self.redis.replica = Some(0);
     }
 
+    /// Shared holds a script run added: the limit of the object whose claim
+    /// admitted the last permit, and whether readers were woken together.
+    fn note_shared(&mut self, cfg: &Config, before: &Store, node: u8) {
+        // An old master's writes (until the sentinels demote it) are thrown away.
+        if node != self.redis.master() {
+            return;
+        }
+        let after = &self.redis.nodes[usize::from(node)].store;
+        let mut granted = 0;
+        for h in after.holders.iter() {
+            if before.holders.iter().any(|b| b.token == h.token) {
+                continue;
+            }
+            if let Program::Permit { limit, .. } = cfg.clients[usize::from(h.token.client)] {
+                self.ghost.last_limit = limit;
+            }
+            if after.wake.iter().any(|w| w.token == h.token) {
+                granted += 1;
+            }
+        }
+        if granted >= 2 {
+            self.ghost.woken_together = true;
+        }
+    }
+
     fn note_revoke(&mut self, nonce: u8, before: &Store, node: u8) {
         let after = &self.redis.nodes[usize::from(node)].store;
         let holder = |s: &Store| s.lock.map(|l| l.token);
@@ -475,9 +545,22 @@ impl State {
 
     /// Leaves a command in the network (or loses it, when too many are there).
     pub fn orphan(&mut self, cfg: &Config, node: u8, req: Req) {
-        if self.orphans.len() < usize::from(cfg.max_orphans) && !self.orphans.contains(&(node, req))
-        {
+        if self.orphans.contains(&(node, req)) {
+            return;
+        }
+        if self.orphans.len() < usize::from(cfg.max_orphans) {
             self.orphans.push((node, req));
+        } else {
+            self.forsake(req);
+        }
+    }
+
+    /// A command about a token is lost: nobody will clean up after it.
+    pub fn forsake(&mut self, req: Req) {
+        if let Some(token) = req_token(req) {
+            if !self.ghost.forsaken.contains(&token) {
+                self.ghost.forsaken.push(token);
+            }
         }
     }
 
@@ -500,8 +583,22 @@ impl State {
                 "replica"
             };
             let _ = write!(s, " | {name} {role}: lock={:?}", node.store.lock);
+            if !node.store.holders.is_empty() {
+                let holders: Vec<String> = node
+                    .store
+                    .holders
+                    .iter()
+                    .map(|h| format!("{:?}<{}", h.token, h.until))
+                    .collect();
+                let _ = write!(s, " holders={holders:?}");
+            }
             if !node.store.waiters.is_empty() {
-                let queue: Vec<Token> = node.store.waiters.iter().map(|w| w.token).collect();
+                let queue: Vec<String> = node
+                    .store
+                    .waiters
+                    .iter()
+                    .map(|w| format!("{:?}{:?}", w.token, w.mode))
+                    .collect();
                 let _ = write!(s, " queue={queue:?}");
             }
             if node.store.data.is_some() {
@@ -517,7 +614,27 @@ impl State {
         if !self.orphans.is_empty() {
             let _ = write!(s, " | in the network: {:?}", self.orphans);
         }
+        if let Some(t) = self.ghost.unwanted_grant {
+            let _ = write!(s, " | UNWANTED GRANT to {t:?}");
+        }
         s
+    }
+}
+
+/// The token a command is about.
+pub fn req_token(req: Req) -> Option<Token> {
+    match req {
+        Req::Acquire { token, .. }
+        | Req::Open { token, .. }
+        | Req::Blpop { token }
+        | Req::Resolve { token }
+        | Req::Refresh { token, .. }
+        | Req::Fence { token }
+        | Req::Inspect { token }
+        | Req::Release { token }
+        | Req::Save { token, .. }
+        | Req::Abandon { token } => Some(token),
+        Req::SavedBefore { .. } | Req::Revoke { .. } => None,
     }
 }
 
@@ -534,8 +651,8 @@ fn describe(client: &Client, now: Time) -> String {
         };
         let _ = write!(
             s,
-            " hold {:?} fence {} until {} ({:?}, gen {}, {counting})",
-            h.token, h.fence, h.watch.end, h.watch.state, h.watch.generation
+            " hold {:?} {:?} fence {} until {} ({:?}, gen {}, {counting})",
+            h.token, h.kind, h.fence, h.watch.end, h.watch.state, h.watch.generation
         );
     }
     if client.generation > 1 {
@@ -629,6 +746,7 @@ impl Model for System {
                     actions.push(Action::Renew(c));
                 }
                 if w.state == WatchState::Watching
+                    && w.watched
                     && w.generation < client.generation
                     && s.node_up(client.generation - 1)
                 {
@@ -678,7 +796,10 @@ impl Model for System {
                 }
                 for client in s.clients.iter_mut() {
                     if let Some(h) = &mut client.hold {
-                        if h.watch.state == WatchState::Watching && now >= h.watch.end {
+                        if h.watch.state == WatchState::Watching
+                            && h.watch.watched
+                            && now >= h.watch.end
+                        {
                             h.watch.state = WatchState::Expired;
                         }
                     }
@@ -751,16 +872,22 @@ impl Model for System {
                 say(|| format!("{} arrives late, nobody waits for its reply", show(req)));
                 if s.redis.nodes[usize::from(node)].writable {
                     s.execute(cfg, node, req);
+                } else {
+                    // READONLY: lost (a deferred cleanup runs again at its
+                    // process's next call, which the model's client never makes).
+                    s.forsake(req);
                 }
             }
             Action::DropOrphan(i) => {
-                s.orphans.remove(usize::from(i));
+                let (_, req) = s.orphans.remove(usize::from(i));
+                s.forsake(req);
             }
             Action::Crash(applied) => {
                 say(|| format!("A dies; B, having applied {applied} entries, is promoted"));
                 for _ in 0..applied {
                     s.replicate();
                 }
+                s.note_failover();
                 s.redis.nodes[0].up = false;
                 s.redis.nodes[0].writable = false;
                 s.redis.generation = 2;
@@ -777,6 +904,7 @@ impl Model for System {
                 for _ in 0..applied {
                     s.replicate();
                 }
+                s.note_failover();
                 s.redis.generation = 2;
                 s.redis.nodes[1].writable = true;
                 s.cut_replication();
@@ -799,17 +927,44 @@ impl Model for System {
     fn properties(&self) -> Vec<Property<Self>> {
         vec![
             Property::always("mutual exclusion", |m: &System, s: &State| {
-                m.holders(s, |_, _| true) <= 1
+                m.exclusive(s, |_, _| true)
             }),
             Property::always(
                 "mutual exclusion outside the failover window",
                 |m: &System, s: &State| {
-                    m.holders(s, |s, c| {
+                    m.exclusive(s, |s, c| {
                         c.hold
                             .is_some_and(|h| h.watch.generation == s.redis.generation)
-                    }) <= 1
+                    })
                 },
             ),
+            Property::always(
+                "never more permits than the limit that admitted the last one",
+                |m: &System, s: &State| {
+                    let counted = m.counting(s, |_, _| true, |k| k == Kind::Permit);
+                    // Redis's own count too, until a failover: a promoted replica
+                    // may lack releases (not WAITed for), which only keeps
+                    // permits out longer.
+                    let live = match s.redis.generation {
+                        1 => s
+                            .master()
+                            .holders
+                            .iter()
+                            .filter(|h| h.until > s.now)
+                            .count(),
+                        _ => 0,
+                    };
+                    let permits = m
+                        .config
+                        .clients
+                        .iter()
+                        .any(|p| matches!(p, Program::Permit { .. }));
+                    !permits || (counted.max(live) <= usize::from(s.ghost.last_limit))
+                },
+            ),
+            Property::always("no grant outlives its holder's interest", |_, s: &State| {
+                s.ghost.unwanted_grant.is_none()
+            }),
             Property::always("fencing tokens increase", |_, s: &State| {
                 !s.ghost.fence_regressed
             }),
@@ -833,6 +988,8 @@ impl Model for System {
                     s.redis.nodes.iter().filter(|n| n.up).all(|n| {
                         let db = &n.store;
                         db.lock.is_none_or(|l| l.until <= s.now + m.max_ttl())
+                            && db.holders_until <= s.now + m.max_ttl()
+                            && db.holders.iter().all(|h| h.until <= db.holders_until)
                             && db.waiters_until <= keep
                             && db.waiters.iter().all(|w| w.deadline <= s.now + cfg.wait)
                             && db.wake.iter().all(|w| w.until <= keep)
@@ -853,20 +1010,76 @@ impl Model for System {
             Property::sometimes("a session write acknowledged", |_, s: &State| {
                 s.ghost.acked != 0
             }),
+            Property::sometimes("readers share the lock", |m: &System, s: &State| {
+                m.counting(s, |_, _| true, |k| k == Kind::Shared) >= 2
+            }),
+            Property::sometimes("readers woken together", |_, s: &State| {
+                s.ghost.woken_together
+            }),
+            Property::sometimes("a writer queued ahead of a later reader", |_, s: &State| {
+                let q = &s.master().waiters;
+                q.iter()
+                    .position(|w| matches!(w.mode, Mode::W | Mode::U))
+                    .is_some_and(|i| q[i..].iter().any(|w| w.mode == Mode::R))
+            }),
+            Property::sometimes("an upgrade granted", |m: &System, s: &State| {
+                s.clients.iter().zip(&m.config.clients).any(|(c, p)| {
+                    matches!(p, Program::Reader { .. }) && c.counted(s.now) == Some(Kind::Alone)
+                })
+            }),
+            Property::sometimes("a downgrade", |m: &System, s: &State| {
+                s.clients.iter().zip(&m.config.clients).any(|(c, p)| {
+                    matches!(p, Program::Writer { .. }) && c.counted(s.now) == Some(Kind::Shared)
+                })
+            }),
+            Property::sometimes("a conversion whose hold ran out", |_, s: &State| {
+                s.ghost.lapsed
+            }),
+            Property::sometimes("permits at the limit", |m: &System, s: &State| {
+                let n = m.counting(s, |_, _| true, |k| k == Kind::Permit);
+                n >= 2 && n == usize::from(s.ghost.last_limit)
+            }),
+            Property::sometimes("a permit handed to a waiter", |_, s: &State| {
+                s.clients.iter().any(|c| {
+                    c.counted(s.now) == Some(Kind::Permit)
+                        && c.hold.is_some_and(|h| h.via == crate::client::Via::Woken)
+                })
+            }),
+            Property::sometimes("a restored hold relied on", |_, s: &State| {
+                s.clients.iter().any(|c| {
+                    c.counted(s.now).is_some()
+                        && c.hold
+                            .is_some_and(|h| h.via == crate::client::Via::Restored)
+                })
+            }),
         ]
     }
 }
 
 impl System {
-    /// How many lock clients count on a hold that `counts`.
-    fn holders(&self, s: &State, counts: fn(&State, &Client) -> bool) -> usize {
+    /// How many clients (of locks and semaphores) count on a hold that `counts`,
+    /// of a kind that `kind` takes.
+    fn counting(
+        &self,
+        s: &State,
+        counts: fn(&State, &Client) -> bool,
+        kind: impl Fn(Kind) -> bool,
+    ) -> usize {
         s.clients
             .iter()
             .zip(&self.config.clients)
             .filter(|(c, p)| {
-                matches!(p, Program::Lock { .. }) && c.counts_on_hold(s.now) && counts(s, c)
+                !matches!(p, Program::Session { .. } | Program::Revoker { .. })
+                    && c.counted(s.now).is_some_and(&kind)
+                    && counts(s, c)
             })
             .count()
+    }
+
+    /// No writer beside any other holder (among the holds that `counts`).
+    fn exclusive(&self, s: &State, counts: fn(&State, &Client) -> bool) -> bool {
+        let writers = self.counting(s, counts, |k| k == Kind::Alone);
+        writers == 0 || (writers == 1 && self.counting(s, counts, |_| true) == 1)
     }
 
     /// What follows a command's run on its link: WAIT (with `wait_replicas`,
@@ -983,32 +1196,108 @@ impl System {
         let now = s.now;
         let generation = s.client(c).generation;
         let watched = s.client(c).hold.is_some_and(|h| {
-            h.watch.state == WatchState::Watching && h.watch.generation < generation
+            h.watch.state == WatchState::Watching
+                && h.watch.watched
+                && h.watch.generation < generation
         });
         if !watched || !s.node_up(generation - 1) {
             return;
         }
-        let lock = s.redis.nodes[usize::from(generation - 1)].store.lock;
+        let store = s.redis.nodes[usize::from(generation - 1)].store;
         let fix = self.config.fixes.check_reads_pttl;
         let Some(h) = &mut s.client_mut(c).hold else {
             return;
         };
+        // GET the lock (and its PTTL), or a shared hold's ZSCORE and TIME.
+        let found = match h.kind {
+            Kind::Shared | Kind::Permit => store
+                .holders
+                .iter()
+                .find(|x| x.token == h.token && x.until > now)
+                .map(|x| x.until),
+            Kind::Alone | Kind::Unknown => store
+                .lock
+                .filter(|l| owns(Some(*l), h.token))
+                .map(|l| l.until),
+        };
         let node = ["A", "B"][usize::from(generation - 1)];
-        say(|| match owns(lock, h.token) {
-            true => format!("c{c}'s watchdog finds {:?} on {node}: still ours", h.token),
-            false => format!(
+        say(|| match found {
+            Some(_) => format!("c{c}'s watchdog finds {:?} on {node}: still ours", h.token),
+            None => format!(
                 "c{c}'s watchdog does not find {:?} on {node}: lost",
                 h.token
             ),
         });
-        if owns(lock, h.token) {
+        if let Some(until) = found {
             h.watch.generation = h.watch.generation.max(generation);
             if fix {
-                let until = lock.map_or(now, |l| l.until);
                 h.watch.end = h.watch.end.min(until);
             }
         } else if h.watch.state == WatchState::Watching {
             h.watch.state = WatchState::Lost;
+        }
+    }
+}
+
+impl State {
+    fn note_failover(&mut self) {
+        for (i, c) in self.clients.iter().enumerate() {
+            self.ghost.before_failover[i] = c.tokens;
+        }
+    }
+
+    /// Whether anybody still wants what `token` may be granted: its client
+    /// counts on it, waits for it, or has it to settle or release; or crashed
+    /// (a dead waiter is passed over once not heard from: the queue's own
+    /// bound); or it was made before a failover (see `Ghost::before_failover`);
+    /// or it was detached (left to live out its ttl on purpose); or a
+    /// command about it is on its way, or was lost on the way (a lease nobody
+    /// cleans up after ends by its ttl).
+    fn wanted(&self, token: Token) -> bool {
+        let c = self.client(token.client);
+        c.hold.is_some_and(|h| h.token == token)
+            || matches!(c.pc, Pc::Claim(cl) if cl.token == token)
+            || c.unresolved == Some(token)
+            || c.pc == Pc::Crashed
+            || token.n <= self.ghost.before_failover[usize::from(token.client)]
+            || self.ghost.detached == Some(token)
+            || self.ghost.forsaken.contains(&token)
+            || self
+                .orphans
+                .iter()
+                .any(|&(_, r)| req_token(r) == Some(token))
+            || [c.link, c.dog]
+                .iter()
+                .flatten()
+                .any(|call| req_token(call.req) == Some(token))
+    }
+
+    /// After a script ran on the master: a token that holds something now and
+    /// did not before must be wanted (the late run of an orphan included: a
+    /// voided token takes nothing).
+    fn note_grants(&mut self, before: &Store, node: u8) {
+        // An old master's writes (until the sentinels demote it) are thrown away.
+        if node != self.redis.master() {
+            return;
+        }
+        let after = self.redis.nodes[usize::from(node)].store;
+        let holds = |db: &Store, t: Token| {
+            owns(db.lock, t)
+                || db
+                    .holders
+                    .iter()
+                    .any(|h| h.token == t && h.until > self.now)
+        };
+        let fresh = after
+            .lock
+            .map(|l| l.token)
+            .into_iter()
+            .chain(after.holders.iter().map(|h| h.token))
+            .filter(|&t| holds(&after, t) && !holds(before, t));
+        for token in fresh {
+            if !self.wanted(token) && self.ghost.unwanted_grant.is_none() {
+                self.ghost.unwanted_grant = Some(token);
+            }
         }
     }
 }

@@ -1,5 +1,4 @@
--- Model: tests/model/redis.rs, Script::acquire (one atomic step; the lock alone:
--- shared holds and permits are not modelled).
+-- Model: tests/model/redis.rs, Script::acquire (one atomic step, every mode).
 -- Take a lock (alone, or shared with other readers) or a semaphore permit if it
 -- is free and nobody queues before us; otherwise queue for it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
@@ -13,8 +12,10 @@
 -- '0' for a shared hold), {2, fence} when it was handed to us while we waited,
 -- {0, pttl} when others hold it (pttl: until the first of their leases ends; -1:
 -- no expiry), {0, -2} when this token was voided (its sender gave up on this
--- attempt), and {-3, 0} for an upgrade while another reader waits to upgrade
--- (each would wait for the other for ever).
+-- attempt), {-3, 0} for an upgrade while another reader waits to upgrade (each
+-- would wait for the other for ever), and {-4, 0} for a conversion whose own
+-- hold ran out. Every answer but {0, pttl} with a wait leaves the token out of
+-- the queue: a caller that is told no never waits again on this token.
 local lock, waiters, terms, holders, token = KEYS[1], KEYS[3], KEYS[4], KEYS[6], ARGV[1]
 local ttl, wait, mode, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 -- The common case first: nobody queues, this token was not voided, the lock is
@@ -42,7 +43,9 @@ elseif mode == 'p' then
     end
   end
 end
-if redis.call('EXISTS', KEYS[5]) == 1 then
+-- A voided token's fresh claims take nothing; its conversions act only on what it
+-- holds (see resolve.lua).
+if mode ~= 'u' and mode ~= 'd' and redis.call('EXISTS', KEYS[5]) == 1 then
   return {0, -2}
 end
 local value = redis.call('GET', lock)
@@ -67,6 +70,9 @@ local now = now_ms()
 local live = live_holders(holders, now)
 local reading = live > 0 and redis.call('ZSCORE', holders, token)
 if mode == 'u' and not reading then
+  -- Its read lease ran out while it waited: the upgrade is over, and so is its
+  -- place in the queue (left there, a release would hand the lock to nobody).
+  leave_queue(waiters, terms, token)
   return {-4, 0}
 end
 if reading and mode ~= 'u' then
@@ -106,10 +112,16 @@ if not value then
   end
 end
 if mode == 'u' then
+  -- Nothing granted this upgrade yet (the lock is not its token's), so what its
+  -- wake-up list holds is stale: a reader's grant of the token's earlier claim,
+  -- left there when that claim took its hold by another path. This upgrade's
+  -- BLPOP would take it for the lock.
+  unwake(lock, token)
   -- Two readers each waiting for the other to leave would wait for ever: an
   -- upgrade is refused while another reader waits to upgrade.
   local first, _, _, first_mode = first_waiter(waiters, terms, now)
   if first and first ~= token and first_mode == 'u' then
+    leave_queue(waiters, terms, token)
     return {-3, 0}
   end
 end

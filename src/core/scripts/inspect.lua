@@ -1,4 +1,4 @@
--- Model: none (it changes nothing, and no client decision in tests/model depends on it).
+-- Model: tests/model/redis.rs, Script::inspect (what a restored hold asks before it is relied on).
 -- Tell what our token holds, without changing anything.
 -- KEYS[1] lock, KEYS[2] shared holds
 -- ARGV[1] token

@@ -183,9 +183,13 @@ local function grant(lock, holders, waiters, terms, fence_key, payload, now)
     if not token then
       return handed
     end
-    if mode == 'w' or mode == 'u' then
+    -- An upgrade is only ever a reader's: one whose read hold ended (ran out, or
+    -- was released after its upgrade gave up) has nothing to upgrade, and leaves.
+    local mine = mode == 'u' and holders and redis.call('ZSCORE', holders, token)
+    if mode == 'u' and not mine then
+      leave_queue(waiters, terms, token)
+    elseif mode == 'w' or mode == 'u' then
       -- An upgrading reader may be the one holder left: it becomes the writer.
-      local mine = mode == 'u' and holders and redis.call('ZSCORE', holders, token)
       if live > (mine and 1 or 0) then
         return handed
       end
@@ -201,15 +205,15 @@ local function grant(lock, holders, waiters, terms, fence_key, payload, now)
       redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
       wake_up(lock, token, deadline, now, fence .. ':' .. body)
       return true
-    end
-    if mode == 'p' and live >= (limit or 0) then
+    elseif mode == 'p' and live >= (limit or 0) then
       return handed
+    else
+      leave_queue(waiters, terms, token)
+      add_holder(holders, token, ttl, now)
+      wake_up(lock, token, deadline, now, '0:')
+      live = live + 1
+      handed = true
     end
-    leave_queue(waiters, terms, token)
-    add_holder(holders, token, ttl, now)
-    wake_up(lock, token, deadline, now, '0:')
-    live = live + 1
-    handed = true
     -- The next waiter now stands where this one stood.
     i = at
   end

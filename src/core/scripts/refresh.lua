@@ -1,5 +1,4 @@
--- Model: tests/model/redis.rs, Script::refresh (one atomic step; the lock alone:
--- shared holds and permits are not modelled).
+-- Model: tests/model/redis.rs, Script::refresh (one atomic step).
 -- Extend a lease (the lock alone, or a shared hold) if our token still has it.
 -- KEYS[1] lock, KEYS[2] shared holds
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] 'at_least' for the watchdog's

@@ -1,5 +1,4 @@
--- Model: tests/model/redis.rs, Script::release (one atomic step; the lock alone:
--- shared holds and permits are not modelled).
+-- Model: tests/model/redis.rs, Script::release (one atomic step).
 -- Release our hold on a lock (alone or shared) or a semaphore permit, handing
 -- what that frees to the waiters at the head of the queue (see lib.lua's grant).
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
