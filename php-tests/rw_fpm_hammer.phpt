@@ -1,5 +1,5 @@
 --TEST--
-Read/write lock under php-fpm: 8 workers hammer one lock with reads, writes, downgrades and upgrades; a shared resource (one Lua check-and-set) shows readers overlapping, never a reader beside a writer nor two writers, no lost update, no writer between a downgrade's write and its read nor between an upgrade's read and its write; a writer gets in within the longest read hold (+ margin) while a continuous stream of readers keeps arriving; the same checks catch an app that takes no lock
+Read/write lock under php-fpm: 8 workers hammer one lock with reads, writes, downgrades, upgrades, read holds moved to another object (whose synchronized() must refuse) and upgrades whose read lease runs out while they wait (whose queue place must not keep a writer out); a shared resource (one Lua check-and-set) shows readers overlapping, never a reader beside a writer nor two writers, no lost update, no writer between a downgrade's write and its read nor between an upgrade's read and its write; a writer gets in within the longest read hold (+ margin) while a continuous stream of readers keeps arriving; the same checks catch an app that takes no lock
 --CONFLICTS--
 all
 --FILE--
@@ -87,7 +87,14 @@ rl_same('hammer: no lost update (counter = successful writer sections)', $writer
 rl_same('hammer: the resource counted the same writer sections', $writers, $r['writes']);
 rl_same('hammer: every section ran', WORKERS * ROUNDS,
     sum_of($replies, 'read') + sum_of($replies, 'write') + sum_of($replies, 'down') + sum_of($replies, 'up')
-    + sum_of($replies, 'up_refused') + sum_of($replies, 'up_timed_out'));
+    + sum_of($replies, 'up_refused') + sum_of($replies, 'up_timed_out') + sum_of($replies, 'moved')
+    + sum_of($replies, 'lapse'));
+rl_ok('hammer: read holds moved to another object ran (its synchronized() refused each time)', sum_of($replies, 'moved') >= 10,
+    (string) sum_of($replies, 'moved'));
+rl_ok('hammer: upgrades whose read lease ran out ran', sum_of($replies, 'lapse') >= 10, (string) sum_of($replies, 'lapse'));
+$maxWait = max(array_map(static fn(array $j) => $j['max_wait'] ?? 99.0, $replies));
+rl_ok('hammer: no acquire waited for a lease nobody held (longest wait under 5 s, the lock ttl is 10 s)', $maxWait < 5.0,
+    sprintf('%.2f s', $maxWait));
 rl_ok('hammer: readers overlapped (a reader entered while another was inside, often)', $r['overlaps'] >= 20,
     "{$r['overlaps']} overlapping entries, at most {$r['max_readers']} readers at once");
 rl_ok('hammer: at least 3 readers were inside at once', $r['max_readers'] >= 3, (string) $r['max_readers']);
@@ -105,9 +112,10 @@ rl_same('hammer: nobody left inside', [0, 0], [$r['readers'], $r['writers']]);
 rl_same('hammer: no lock, read hold or queue left in Redis', [0, 0, 0],
     [$raw->cmd('EXISTS', rl_lock_key($key)), $raw->cmd('EXISTS', rl_lock_key($key) . ':holders'),
         $raw->cmd('EXISTS', rl_lock_key($key) . ':waiters')]);
-printf("info: hammer: %d sections in %.1f s: %d reads, %d writes, %d downgrades, %d upgrades (%d refused at once, slowest refusal %.1f ms); %d overlapping reader entries, at most %d readers at once; %d contended acquires\n",
+printf("info: hammer: %d sections in %.1f s: %d reads, %d writes, %d downgrades, %d upgrades (%d refused at once, slowest refusal %.1f ms), %d moved read holds, %d lapsing upgrades (%d granted before the lapse); %d overlapping reader entries, at most %d readers at once; %d contended acquires, longest wait %.3f s\n",
     WORKERS * ROUNDS, $elapsed, sum_of($replies, 'read'), sum_of($replies, 'write'), sum_of($replies, 'down'),
-    sum_of($replies, 'up'), sum_of($replies, 'up_refused'), $refusedMax * 1000, $r['overlaps'], $r['max_readers'], $contended);
+    sum_of($replies, 'up'), sum_of($replies, 'up_refused'), $refusedMax * 1000, sum_of($replies, 'moved'),
+    sum_of($replies, 'lapse'), sum_of($replies, 'lapse_upgraded'), $r['overlaps'], $r['max_readers'], $contended, $maxWait);
 
 // --- 2. A writer's wait while readers keep arriving ---
 // 6 workers read back to back (holds of 50..150 ms, so they overlap at random
@@ -158,6 +166,9 @@ ok: hammer: never a reader beside a writer, nor two writers
 ok: hammer: no lost update (counter = successful writer sections)
 ok: hammer: the resource counted the same writer sections
 ok: hammer: every section ran
+ok: hammer: read holds moved to another object ran (its synchronized() refused each time)
+ok: hammer: upgrades whose read lease ran out ran
+ok: hammer: no acquire waited for a lease nobody held (longest wait under 5 s, the lock ttl is 10 s)
 ok: hammer: readers overlapped (a reader entered while another was inside, often)
 ok: hammer: at least 3 readers were inside at once
 ok: hammer: downgrades ran (no writer between their write and their read)

@@ -10,8 +10,10 @@
  *       while we read), write (acquire or synchronized: C read, modified,
  *       written), down (a write, then acquireRead(): a downgrade; C must still
  *       be our own write), up (a read of C, then acquire(): an upgrade; C must
- *       still be what we read, then a write). nolock=1 takes no lock at all (the
- *       control run: the checks must catch it).
+ *       still be what we read, then a write), moved (a read hold detached and
+ *       restored into another object, whose synchronized() must refuse), lapse
+ *       (a read whose lease runs out while it waits to upgrade). nolock=1 takes
+ *       no lock at all (the control run: the checks must catch it).
  *   op=reader_stream&key=K&res=R&hold_ms=H&seconds=S
  *       read sections of H/3..H ms (at random) on K, back to back, for S seconds.
  *   op=writer_probes&key=K&res=R&probes=P&gap_ms=G&hold_ms=H&readers_before=B
@@ -163,7 +165,16 @@ function hammer(string $key, string $res, string $counter, int $rounds, int $see
     $ctl = app_ctl();
     $who = 'pid ' . getmypid();
     $lock = new DistributedLock($key, 10.0, $_SERVER['RL_DSN'] ?? null);
-    $take = static fn(string $how) => $nolock || ($how === 'read' ? $lock->acquireRead(10.0) : $lock->acquire(10.0));
+    $maxWait = 0.0;
+    $take = static function (string $how) use ($nolock, $lock, &$maxWait): bool {
+        if ($nolock) {
+            return true;
+        }
+        $t = microtime(true);
+        $got = $how === 'read' ? $lock->acquireRead(10.0) : $lock->acquire(10.0);
+        $maxWait = max($maxWait, microtime(true) - $t);
+        return $got;
+    };
     $drop = static fn() => $nolock || $lock->release();
     $rmw = static function () use ($ctl, $counter): int {
         $v = (int) $ctl->cmd('GET', $counter);
@@ -172,11 +183,14 @@ function hammer(string $key, string $res, string $counter, int $rounds, int $see
         return $v + 1;
     };
     $n = ['read' => 0, 'write' => 0, 'down' => 0, 'up' => 0, 'up_refused' => 0, 'up_timed_out' => 0,
-        'writer_sections' => 0, 'up_refused_max_s' => 0.0];
+        'writer_sections' => 0, 'up_refused_max_s' => 0.0, 'moved' => 0, 'lapse' => 0, 'lapse_upgraded' => 0];
     mt_srand($seed);
     for ($i = 0; $i < $rounds; $i++) {
         $x = mt_rand(0, 99);
-        $kind = $x < 55 ? 'read' : ($x < 80 ? 'write' : ($x < 90 ? 'down' : 'up'));
+        $kind = $x < 45 ? 'read' : ($x < 65 ? 'write' : ($x < 75 ? 'down' : ($x < 85 ? 'up' : ($x < 93 ? 'moved' : 'lapse'))));
+        if ($nolock && ($kind === 'moved' || $kind === 'lapse')) {
+            $kind = 'read';
+        }
         $sync = !$nolock && mt_rand(0, 3) === 0; // some sections through synchronized*()
         switch ($kind) {
             case 'read':
@@ -279,7 +293,61 @@ function hammer(string $key, string $res, string $counter, int $rounds, int $see
                 $drop() || $errors[] = 'an upgraded hold was lost';
                 $n['up']++;
                 break;
+
+            case 'moved':
+                // A read hold moved to another object (detach, restore), whose
+                // synchronized() must see a read hold: it refuses (an upgrade is
+                // acquire()'s), before running its callback. A callback that ran
+                // would enter as a writer while we are inside as a reader.
+                if (!$take('read')) {
+                    $errors[] = 'acquireRead(10) gave up';
+                    break;
+                }
+                rw_record($ctl, $res, 'enter_r', $who);
+                $moved = DistributedLock::restore($key, (string) $lock->detach(), 10.0, $_SERVER['RL_DSN'] ?? null);
+                try {
+                    $moved->synchronized(static function () use ($ctl, $res, $who): void {
+                        rw_record($ctl, $res, 'enter_w', $who . ' (restored read hold)');
+                        rw_record($ctl, $res, 'leave_w', $who . ' (restored read hold)');
+                    }, 0.0);
+                    $errors[] = 'synchronized() ran its callback on a restored read hold';
+                } catch (RedisLease\LeaseException $e) {
+                    if (!str_contains($e->getMessage(), 'read hold')) {
+                        $errors[] = 'synchronized() on a restored read hold: ' . $e->getMessage();
+                    }
+                }
+                $moved->synchronizedRead(static fn() => null, 0.0);
+                rw_record($ctl, $res, 'leave_r', $who);
+                $moved->release() || $errors[] = 'a restored read hold was lost';
+                $n['moved']++;
+                break;
+
+            case 'lapse':
+                // A reader that lets its read lease run out while it waits to
+                // upgrade (it leaves the resource first: it is not protected any
+                // more). The upgrade returns false (unless it had the lock alone
+                // at once); its queue place must not keep the next writer out.
+                if (!$take('read')) {
+                    $errors[] = 'acquireRead(10) gave up';
+                    break;
+                }
+                rw_record($ctl, $res, 'enter_r', $who);
+                usleep(mt_rand(200, 1000));
+                rw_record($ctl, $res, 'leave_r', $who);
+                $lock->refresh(0.05);
+                if ($lock->acquire(2.0)) {
+                    rw_record($ctl, $res, 'enter_w', $who);
+                    $rmw();
+                    $n['writer_sections']++;
+                    rw_record($ctl, $res, 'leave_w', $who);
+                    $drop() || $errors[] = 'an upgraded hold was lost';
+                    $n['lapse_upgraded']++;
+                } else {
+                    $lock->release();
+                }
+                $n['lapse']++;
+                break;
         }
     }
-    return $n + ['metrics' => RedisLease\metrics()];
+    return $n + ['max_wait' => $maxWait, 'metrics' => RedisLease\metrics()];
 }

@@ -314,9 +314,12 @@ final class SentinelTopo
     public int $masterAddr;
     public ?MxChild $proxy = null;
 
+    /** Replication settings of every node (fast full syncs). */
+    public const SYNC = ['--repl-diskless-sync-delay', '0', '--repl-diskless-sync', 'yes'];
+
     public function __construct(bool $viaProxy)
     {
-        $sync = ['--repl-diskless-sync-delay', '0', '--repl-diskless-sync', 'yes'];
+        $sync = self::SYNC;
         $m = fault_start_redis($sync);
         $this->nodes[$m['port']] = $m;
         $this->master = $m['port'];
@@ -353,7 +356,7 @@ final class SentinelTopo
     }
 
     /** Both replicas online and acknowledging; every sentinel knows 2 replicas and 2 other sentinels. */
-    private function ready(): bool
+    public function ready(): bool
     {
         try {
             $raw = new RlRaw($this->master, 1.0);

@@ -11,22 +11,32 @@
  * + 3 replicas), a control Redis that no fault touches, and
  * two php-fpm pools (one per wait_replicas value, 6 workers each, so a request
  * blocked in a WAIT never holds up the other value's) under a steady FastCGI
- * load of 10 requests in flight each, mixing three kinds in turn: session
- * requests in the class form and in the native form, and lock requests, with
- * the sessions and locks of each wait_replicas value its own. On Cluster every session and
- * lock lives on the faulted master (on the moved slot for the slot move).
+ * load of 10 requests in flight each, mixing five kinds in turn: session
+ * requests in the class form and in the native form, lock requests, read/write
+ * lock requests and semaphore requests, with the sessions and locks of each
+ * wait_replicas value its own. On Cluster every session and lock lives on the
+ * faulted master (on the moved slot for the slot move).
  *
  *   session request (app/session.php): read the session, append the request id to
  *       $_SESSION['ids'], write, report whether the handler acknowledged the write;
  *   lock request (app/lock.php): acquire (wait 2 s), fencing token, enter the
  *       guarded resource on the control Redis (fenced / OVERLAP detection in Lua),
- *       3 ms of work, exit, release; every step stamped with hrtime(true).
+ *       3 ms of work, exit, release; every step stamped with hrtime(true);
+ *   read/write and semaphore requests (app/shared.php), on one read/write lock and
+ *       one semaphore (limit 2) per wait_replicas value: reads, writes (fenced),
+ *       upgrades (a read, then acquire()), downgrades (a write, then acquireRead())
+ *       and permits, each entering its own guarded resource as what it holds (a
+ *       writer beside anyone, a reader beside a writer, a permit beyond the limit,
+ *       a writer's fence not above the last: each logged with its time).
  *
- * Cells (a fault each; one row, and one test, per cell and wait_replicas value):
+ * Cells (a fault each, twice for S1 and S2; one row, and one test, per cell and
+ * wait_replicas value):
  *   0 the issue's "done when" loop: Sentinel planned failover under native session
  *     writes paced to 400/s for each wait_replicas value (nothing else runs)
- *   1 Sentinel planned failover (SENTINEL FAILOVER)   5 Cluster CLUSTER FAILOVER (planned)
- *   2 Sentinel master SIGKILL                         6 Cluster master SIGKILL (restarted once replaced)
+ *   1 Sentinel planned failover (SENTINEL FAILOVER),  5 Cluster CLUSTER FAILOVER (planned)
+ *     then again from the new master
+ *   2 Sentinel master SIGKILL, then (the killed node     6 Cluster master SIGKILL (restarted once replaced)
+ *     restarted as a replica) the new master too
  *   3 Sentinel master SIGSTOP, SIGCONT once replaced  7 Cluster master SIGSTOP, SIGCONT once replaced
  *   4 Sentinel master partitioned from its sentinels  8 Cluster slot move of the live sessions and
  *     and replicas, clients still reaching it           locks' slot, under load
@@ -39,10 +49,13 @@
  *
  * The checker (per row): acknowledged session writes missing from the session's
  * final list on the final master (with their ack time relative to the
- * announcement), OVERLAP and fenced entries of the guarded resources, failed and
- * stuck requests, the longest request against the bound the timeouts give, and
- * the time from the fault until requests succeed again for good. The targets
- * are listed with mx_verdict(). The last line is "matrix: N passed, N failed".
+ * announcement), OVERLAP and fenced entries of the guarded resources, the
+ * read/write and permit violations of theirs, failed and stuck requests, the
+ * longest request against the bound the timeouts give, and the time from the
+ * fault until requests succeed again for good. A failover's window runs from
+ * its promotion to its announcement + MX_SWITCH_BOUND (two windows in the
+ * cells that fail over twice). The targets are listed with mx_verdict(). The
+ * last line is "matrix: N passed, N failed".
  */
 
 require_once __DIR__ . '/lib.php';
@@ -58,6 +71,9 @@ const MX_WORKERS = 6;               // per pool: one pool per wait_replicas valu
 const MX_CONCURRENCY = 10;          // requests in flight per pool
 const MX_SESSIONS = 3;             // sessions per form and wait_replicas value
 const MX_LOCKS = 2;                // lock names per wait_replicas value
+const MX_SEM_LIMIT = 2;            // the semaphore's permits (one read/write lock and one semaphore per wait_replicas value)
+// The read/write lock's requests, in turn: readers, writers, upgrades and downgrades.
+const MX_RW_SHAPES = ['read', 'write', 'read', 'up', 'read', 'down'];
 const MX_SWITCH_BOUND = 0.5;       // s after the announcement
 const MX_STEADY = 1.5;             // recovered: every request begun in the last 1.5 s succeeded
 const MX_RECOVERY_CAP = 25.0;      // s after the fault, at most
@@ -85,8 +101,8 @@ function mx_request_bound(): float
 
 const MX_CELLS = [
     0 => ['name' => 'S0 done-when loop', 'topo' => 'sentinel', 'fault' => 'planned', 'planned' => true, 'loop' => true],
-    1 => ['name' => 'S1 sentinel planned', 'topo' => 'sentinel', 'fault' => 'planned', 'planned' => true],
-    2 => ['name' => 'S2 sentinel SIGKILL', 'topo' => 'sentinel', 'fault' => 'kill', 'planned' => false],
+    1 => ['name' => 'S1 sentinel planned x2', 'topo' => 'sentinel', 'fault' => 'planned', 'planned' => true, 'twice' => true],
+    2 => ['name' => 'S2 sentinel SIGKILL x2', 'topo' => 'sentinel', 'fault' => 'kill', 'planned' => false, 'twice' => true],
     3 => ['name' => 'S3 sentinel SIGSTOP', 'topo' => 'sentinel', 'fault' => 'stop', 'planned' => false],
     4 => ['name' => 'S4 sentinel partition', 'topo' => 'sentinel', 'fault' => 'partition', 'planned' => false],
     5 => ['name' => 'C5 cluster FAILOVER', 'topo' => 'cluster', 'fault' => 'planned', 'planned' => true],
@@ -162,7 +178,7 @@ function mx_run_cell(int $id, int $run, array $o): array
                 $slotOk = static fn(string $key): bool => mx_slot($key) === $moveSlot;
             }
         }
-        $sids = $locks = [];
+        $sids = $locks = $shared = [];
         foreach ([0, 1] as $w) {
             foreach (ST_FORMS as $form) {
                 for ($i = 0; $i < MX_SESSIONS; $i++) {
@@ -172,6 +188,11 @@ function mx_run_cell(int $id, int $run, array $o): array
             for ($i = 0; $i < MX_LOCKS; $i++) {
                 $locks[$w][] = mx_pick(fn() => "mx-$tag-w$w-" . bin2hex(random_bytes(4)), fn($n) => $slotOk('lock:{' . $n . '}'));
             }
+            // The read/write lock's and the semaphore's keys share their name's slot.
+            $shared[$w] = [
+                'rw' => mx_pick(fn() => "mxrw-$tag-w$w-" . bin2hex(random_bytes(4)), fn($n) => $slotOk('lock:{' . $n . '}')),
+                'sem' => mx_pick(fn() => "mxsem-$tag-w$w-" . bin2hex(random_bytes(4)), fn($n) => $slotOk('lock:{' . $n . '}')),
+            ];
         }
 
         // One pool per wait_replicas value: a request blocked in a WAIT (wait_replicas=1)
@@ -183,16 +204,26 @@ function mx_run_cell(int $id, int $run, array $o): array
                 'max_children' => MX_WORKERS, 'request_terminate_timeout' => 60]);
             $sessionDsn = $topo->dsn($w, true);
             $lockDsn = $topo->dsn($w, false);
-            $kinds = $loop ? ['native'] : ['class', 'native', 'lock'];
-            $next = static function (int $i) use ($w, $kinds, $sids, $locks, $sessionDsn, $lockDsn, $ctl, $o): array {
+            $kinds = $loop ? ['native'] : ['class', 'native', 'lock', 'rw', 'sem'];
+            $next = static function (int $i) use ($w, $kinds, $sids, $locks, $shared, $sessionDsn, $lockDsn, $ctl, $o): array {
                 $kind = $kinds[$i % count($kinds)];
                 $k = intdiv($i, count($kinds));
                 $rid = 2 * $i + $w; // unique across both lanes
+                if ($kind === 'rw' || $kind === 'sem') {
+                    $name = $shared[$w][$kind];
+                    $shape = $kind === 'sem' ? 'permit' : MX_RW_SHAPES[$k % count(MX_RW_SHAPES)];
+                    return [FcgiClient::params(__DIR__ . '/app/shared.php',
+                        ['shape' => $shape, 'name' => $name, 'rid' => $rid, 'ttl' => MX_LOCK_TTL, 'wait' => MX_LOCK_WAIT,
+                            'res' => "res:$name", 'work_us' => MX_WORK_US, 'limit' => MX_SEM_LIMIT]
+                            + ($o['plant'] !== '' && intdiv($k, count(MX_RW_SHAPES)) % 3 === 0 ? ['plant' => $o['plant']] : []),
+                        ['RL_DSN' => $lockDsn, 'RL_CTL_PORT' => $ctl['port']]),
+                        ['kind' => 'shared', 'shape' => $shape, 'w' => $w, 'name' => $name]];
+                }
                 if ($kind === 'lock') {
                     $name = $locks[$w][$k % MX_LOCKS];
                     return [FcgiClient::params(__DIR__ . '/app/lock.php',
                         ['name' => $name, 'rid' => $rid, 'ttl' => MX_LOCK_TTL, 'wait' => MX_LOCK_WAIT,
-                            'res' => "res:$name", 'work_us' => MX_WORK_US] + ($o['plant'] !== '' ? ['plant' => $o['plant']] : []),
+                            'res' => "res:$name", 'work_us' => MX_WORK_US] + ($o['plant'] !== '' && $k % 10 === 0 ? ['plant' => $o['plant']] : []),
                         ['RL_DSN' => $lockDsn, 'RL_CTL_PORT' => $ctl['port']]),
                         ['kind' => 'lock', 'w' => $w, 'name' => $name]];
                 }
@@ -224,11 +255,22 @@ function mx_run_cell(int $id, int $run, array $o): array
                 fn() => mx_steady($load->results, $tl));
             $load->run(0.3);
         }
+        // The same fault again on the new master, while holds taken since the first are live.
+        if (!empty($cell['twice']) && $recovered) {
+            $second = mx_fault_again($cell, $topo, $load, $watcher, $tl);
+            $tl['windows'][] = [$second['promotion'], $second['announce']];
+            $tl['notes'][] = sprintf('second failover %.1f s after the first: promotion %+.3f s, announcement %+.3f s after its fault',
+                mx_s($second['fault'] - $tl['fault']), mx_s($second['promotion'] - $second['fault']), mx_s($second['announce'] - $second['fault']));
+            $tl['notes'] = [...$tl['notes'], ...$second['notes']];
+            $recovered = $load->run(MX_RECOVERY_CAP - mx_s(mx_now() - $second['fault']),
+                fn() => mx_steady($load->results, $second));
+            $load->run(0.3);
+        }
         $load->drain(MX_CLIENT_TIMEOUT);
         $tl['end'] = mx_now();
 
         foreach ([0, 1] as $w) {
-            $rows[] = mx_check($cell, $w, $load->results, $topo, $ctl, $sids[$w], $locks[$w], $tl, $recovered, $warm, $o);
+            $rows[] = mx_check($cell, $w, $load->results, $topo, $ctl, $sids[$w], $locks[$w], $shared[$w], $tl, $recovered, $warm, $o);
         }
         if ($o['keep'] !== null || array_filter($rows, fn($r) => !$r['pass'])) {
             $dir = $o['keep'] ?? sys_get_temp_dir() . '/mx-history';
@@ -283,6 +325,9 @@ function mx_ok(array $r): bool
     if ($j['kind'] === 'session') {
         return $j['started'] === true && $j['acked'] === true && $j['exception'] === null;
     }
+    if ($j['kind'] === 'shared') {
+        return $j['acquired'] === true && $j['entered'] === true && $j['released'] === true && $j['exception'] === null;
+    }
     return $j['acquired'] === true && in_array($j['enter'], ['entered', 'overlap'], true)
         && $j['released'] === true && $j['exception'] === null;
 }
@@ -322,6 +367,41 @@ function mx_steady(array $results, array $tl): bool
  * Injects the cell's fault while the load runs; returns the timeline (hrtime ns):
  * fault, promotion, announce (and notes).
  */
+/**
+ * The second fault of a "twice" cell (Sentinel): the operator restarts a killed
+ * master first (the sentinels make it a replica of the new one), then, with both
+ * replicas linked again, the same fault hits the new master.
+ */
+function mx_fault_again(array $cell, SentinelTopo $topo, MxLoad $load, MxWatcher $watcher, array $tl): array
+{
+    $old = $topo->master;
+    $new = $tl['new_master'];
+    if ($cell['fault'] === 'kill') {
+        mx_release_port($old);
+        $topo->nodes[$old] = fault_start_redis([...SentinelTopo::SYNC, '--replicaof', '127.0.0.1', (string) $new], $old);
+    }
+    // No partition proxy in these cells: the master's address is its port.
+    $topo->master = $topo->masterAddr = $new;
+    $t = mx_now();
+    if (!$load->run(30.0, fn() => $topo->ready())) {
+        throw new RuntimeException('the topology was not whole again for the second failover: ' . $topo->describe());
+    }
+    $second = mx_fault($cell, $topo, $load, $watcher);
+    $second['notes'][] = sprintf('both replicas linked again %.1f s before the second fault', mx_s($second['fault'] - $t));
+    return $second;
+}
+
+/** Whether hrtime $t falls in a failover window: from a promotion to its announcement + MX_SWITCH_BOUND. */
+function mx_in_window(int $t, array $tl): bool
+{
+    foreach ($tl['windows'] as [$from, $to]) {
+        if ($t >= $from && $t <= $to + (int) (MX_SWITCH_BOUND * 1e9)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 function mx_fault(array $cell, object $topo, MxLoad $load, MxWatcher $watcher): array
 {
     $tl = ['fault' => mx_now(), 'promotion' => null, 'announce' => null, 'notes' => []];
@@ -378,7 +458,7 @@ function mx_fault(array $cell, object $topo, MxLoad $load, MxWatcher $watcher): 
                 $tl['healed'] = mx_now();
             }
         }
-        return $tl;
+        return $tl + ['windows' => [[$tl['promotion'], $tl['announce']]]];
     }
     /** @var ClusterTopo $topo */
     $victim = $topo->node($topo->victim);
@@ -426,7 +506,7 @@ function mx_fault(array $cell, object $topo, MxLoad $load, MxWatcher $watcher): 
             fault_cluster_move_slot($topo->nodes, $slot, $to, fn() => $load->run(0.01)); // about redis-cli reshard's pace
             $tl['announce'] = mx_now();
             $tl['notes'][] = "moved slot $slot with $keys keys to the master on $to";
-            return $tl;
+            return $tl + ['windows' => [[$tl['promotion'], $tl['announce']]]];
     }
     $load->run($switchCap, fn() => $promoted() !== null);
     $p = $promoted();
@@ -446,11 +526,11 @@ function mx_fault(array $cell, object $topo, MxLoad $load, MxWatcher $watcher): 
         fault_resume($victim['pid']);
         $tl['resumed'] = mx_now();
     }
-    return $tl;
+    return $tl + ['windows' => [[$tl['promotion'], $tl['announce']]]];
 }
 
 /** The checker: one row of the table for cell $cell and wait_replicas=$w. */
-function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, array $sids, array $locks,
+function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, array $sids, array $locks, array $shared,
                   array $tl, bool $recovered, array $warm, array $o): array
 {
     $rs = array_values(array_filter($all, fn($r) => $r['meta']['w'] === $w));
@@ -460,7 +540,8 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
         'lost' => 0, 'lost_list' => [], 'lost_after' => 0, 'lost_window' => 0, 'lost_examples' => [], 'overlaps' => 0, 'overlaps_after' => 0,
         'fenced' => 0, 'longest' => 0.0, 'recovery' => 0.0, 'stall' => null, 'rate' => null,
         'switch' => mx_s($ann - $tl['fault']), 'promo' => mx_s($tl['promotion'] - $tl['fault']), 'notes' => $tl['notes'],
-        'failures' => []];
+        'failures' => [], 'shared_ok' => 0, 'viol' => 0, 'viol_after' => 0, 'sfenced' => 0,
+        'shapes' => ['read' => 0, 'write' => 0, 'up' => 0, 'upgraded' => 0, 'down' => 0, 'downgraded' => 0, 'permit' => 0]];
 
     // (c) requests failed, the longest, stuck ones.
     usort($rs, fn($a, $b) => mx_span($a)[0] <=> mx_span($b)[0]);
@@ -507,10 +588,10 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
         if (!isset($final[$r['meta']['sid']][$r['r']['rid']])) {
             $row['lost']++;
             $at = $r['r']['t_ack'];
-            if ($at > $bound) {
-                $row['lost_after']++;
-            } elseif ($at >= $tl['promotion']) {
+            if (mx_in_window($at, $tl)) {
                 $row['lost_window']++;
+            } elseif ($at > $bound) {
+                $row['lost_after']++;
             }
             $row['lost_list'][] = [$r['r']['rid'], $r['r']['mode'], $r['r']['pid'], round(mx_s($at - $ann), 4), mx_s($r['r']['t_ack'] - $r['r']['t_write'])];
             if (count($row['lost_examples']) < 4) {
@@ -526,13 +607,40 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
             $ev = json_decode($ev, true);
             $row['overlaps']++;
             $t = (int) $ev['t'];
-            if ($t > $bound || $t < $tl['promotion']) {
+            if (!mx_in_window($t, $tl)) {
                 $row['overlaps_after']++;
             }
             $row['notes'][] = sprintf('OVERLAP on %s: #%s (token %d) entered %+.3f s from the announcement while %s was inside',
                 $name, $ev['rid'], $ev['token'], mx_s($t - $ann), json_encode($ev['inside']));
         }
         $row['fenced'] += $raw->cmd('LLEN', "res:$name:fenced");
+    }
+
+    // (b') read/write lock and semaphore: holders inside their resources (a writer
+    // beside anyone, a permit beyond the limit), writers' fences.
+    foreach ($rs as $r) {
+        if ($r['meta']['kind'] !== 'shared') {
+            continue;
+        }
+        $row['shared_ok'] += mx_ok($r) ? 1 : 0;
+        if (mx_ok($r)) {
+            $row['shapes'][$r['meta']['shape']]++;
+            $row['shapes']['upgraded'] += ($r['r']['converted'] ?? null) === true && $r['meta']['shape'] === 'up' ? 1 : 0;
+            $row['shapes']['downgraded'] += ($r['r']['converted'] ?? null) === true && $r['meta']['shape'] === 'down' ? 1 : 0;
+        }
+    }
+    foreach ($shared as $name) {
+        foreach ($raw->cmd('LRANGE', "res:$name:violations", 0, -1) as $ev) {
+            $ev = json_decode($ev, true);
+            $row['viol']++;
+            $t = (int) $ev['t'];
+            if (!mx_in_window($t, $tl)) {
+                $row['viol_after']++;
+            }
+            $row['notes'][] = sprintf('%s on %s: %s %+.3f s from the announcement (inside: %d readers, %d writers, %d permits)',
+                strtoupper($ev['what']), $name, $ev['who'], mx_s($t - $ann), $ev['readers'], $ev['writers'], $ev['permits']);
+        }
+        $row['sfenced'] += $raw->cmd('LLEN', "res:$name:fenced");
     }
 
     // The "done when" loop: pace and stalls after the announcement.
@@ -565,12 +673,15 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
  * The targets (issue 17):
  *  every row: no request stuck, none longer than mx_request_bound(); requests
  *    succeed again for good within MX_RECOVERY_CAP; a clean warm-up;
- *  wait_replicas=1: 0 acknowledged writes lost, 0 overlapping holds and 0 fenced
- *    entries (a fenced entry is a second holder the fence caught);
+ *  wait_replicas=1: 0 acknowledged writes lost, 0 overlapping holds, 0 fenced
+ *    entries (a fenced entry is a second holder the fence caught), 0 read/write or
+ *    permit violations;
  *  wait_replicas=0: planned cells (Sentinel planned, CLUSTER FAILOVER, slot move)
  *    lose nothing acknowledged later than MX_SWITCH_BOUND after the announcement;
- *    every cell: no overlap outside the window from the promotion to the
- *    announcement + MX_SWITCH_BOUND; what else is lost is measured, no target;
+ *    every cell: no overlap and no read/write or permit violation outside the
+ *    windows; what else is lost is measured, no target;
+ *  every cell but 0: each kind of shared hold (read, write, upgrade, downgrade,
+ *    permit) succeeded at least once (something of it was checked);
  *  cell 0 (the "done when" loop): as above, and with wait_replicas=1 no stall
  *    over 2 s once the new master is named.
  * --judge0as1 judges wait_replicas=0 rows by the wait_replicas=1 targets (to show
@@ -602,6 +713,12 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
         if ($row['fenced'] > 0) {
             $why[] = "{$row['fenced']} fenced entries (two holders)";
         }
+        if ($row['viol'] > 0) {
+            $why[] = "{$row['viol']} read/write or permit violations";
+        }
+        if ($row['sfenced'] > 0) {
+            $why[] = "{$row['sfenced']} fenced writers of the read/write lock (two holders)";
+        }
     } else {
         if ($cell['planned'] && $row['lost_after'] > 0) {
             $why[] = "{$row['lost_after']} writes acknowledged after the switch bound lost";
@@ -609,6 +726,13 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
         if ($row['overlaps_after'] > 0) {
             $why[] = "{$row['overlaps_after']} overlapping holds outside the switch window";
         }
+        if ($row['viol_after'] > 0) {
+            $why[] = "{$row['viol_after']} read/write or permit violations outside the switch window";
+        }
+    }
+    if (empty($cell['loop']) && ($row['shapes']['read'] === 0 || $row['shapes']['write'] === 0 || $row['shapes']['up'] === 0
+            || $row['shapes']['down'] === 0 || $row['shapes']['permit'] === 0)) {
+        $why[] = 'a kind of shared hold never succeeded: nothing was checked of it (' . json_encode($row['shapes']) . ')';
     }
     if (!empty($cell['loop']) && $w === 1 && $row['stall'] > 2.0) {
         $why[] = sprintf('the write loop stalled %.2f s after the new master was named', $row['stall']);
@@ -621,17 +745,17 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
 
 function mx_print_rows(array $rows): void
 {
-    printf("%-22s %4s %11s %6s %-16s %-10s %6s %8s %8s %8s %s\n", 'cell', 'wait', 'ok/failed', 'acked',
-        'lost(win/after)', 'overlap(a)', 'fenced', 'longest', 'recover', 'switch', 'verdict');
+    printf("%-24s %4s %11s %6s %-16s %-10s %6s %-13s %8s %8s %8s %s\n", 'cell', 'wait', 'ok/failed', 'acked',
+        'lost(win/after)', 'overlap(a)', 'fenced', 'rw+sem viol(a)', 'longest', 'recover', 'switch', 'verdict');
     foreach ($rows as $r) {
         if (!isset($r['ok'])) {
             printf("%-22s %4d %s\n", $r['cell'], $r['w'], 'FAIL: ' . implode('; ', $r['why']));
             continue;
         }
-        printf("%-22s %4d %11s %6d %-16s %-10s %6d %7.2fs %7.2fs %7.2fs %s\n", $r['cell'], $r['w'],
+        printf("%-24s %4d %11s %6d %-16s %-10s %6d %-13s %7.2fs %7.2fs %7.2fs %s\n", $r['cell'], $r['w'],
             "{$r['ok']}/{$r['failed']}", $r['acked'], "{$r['lost']}({$r['lost_window']}/{$r['lost_after']})",
-            "{$r['overlaps']}({$r['overlaps_after']})", $r['fenced'], $r['longest'], $r['recovery'], $r['switch'],
-            $r['pass'] ? 'PASS' : 'FAIL: ' . implode('; ', $r['why']));
+            "{$r['overlaps']}({$r['overlaps_after']})", $r['fenced'] + $r['sfenced'], "{$r['viol']}({$r['viol_after']})",
+            $r['longest'], $r['recovery'], $r['switch'], $r['pass'] ? 'PASS' : 'FAIL: ' . implode('; ', $r['why']));
     }
 }
 
@@ -646,6 +770,10 @@ function mx_print_details(array $rows): void
             $bits[] = sprintf('loop: %.0f acked writes/s, longest gap between acks after the announcement %.3f s', $r['rate'], $r['stall']);
         }
         $bits[] = sprintf('promotion %+.3f s, announcement %+.3f s after the fault', $r['promo'], $r['switch']);
+        $sh = $r['shapes'];
+        $bits[] = sprintf('read/write lock and semaphore: %d requests ok: %d reads, %d writes, %d upgrades asked (%d granted), '
+            . '%d downgrades (%d converted), %d permits (limit %d)', $r['shared_ok'], $sh['read'], $sh['write'], $sh['up'],
+            $sh['upgraded'], $sh['down'], $sh['downgraded'], $sh['permit'], MX_SEM_LIMIT);
         if ($r['lost_examples'] !== []) {
             $last = max(array_column($r['lost_list'], 3));
             $bits[] = sprintf('lost (acked %+.3f to %+.3f s from the announcement): ', min(array_column($r['lost_list'], 3)), $last)
