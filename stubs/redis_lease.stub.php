@@ -85,9 +85,10 @@ namespace {
          * An object for a hold taken elsewhere (by another object, or another process), given its
          * token (getToken()). Nothing is asked of Redis now: release() and refresh() are
          * owner-checked (one round trip each, as in the process that took it, and false when the
-         * token no longer holds the lock); isAcquired(), getFencingToken(), acquire() and the
-         * other calls that depend on more first ask Redis what the token holds (once), and take
-         * on its fencing token and lease. With $autoRenew, Redis is asked at once, since renewals
+         * token no longer holds the lock); isAcquired(), getFencingToken(), acquire(),
+         * acquireRead(), synchronized(), synchronizedRead() and the other calls that depend on
+         * more first ask Redis what the token holds (once: the lock alone, or a read hold), and
+         * take on its kind, fencing token and lease. With $autoRenew, Redis is asked at once, since renewals
          * need the lease's end. The object releases the hold when it is destroyed, as any other
          * (detach() it to hand it on again).
          *
@@ -243,7 +244,11 @@ namespace {
          * if that lease was lost, it throws LockLostException without running the callback.
          *
          * The lock is released after a normal return, after an exception (which is rethrown
-         * unchanged) and after a fatal error in the callback.
+         * unchanged) and after a fatal error in the callback. A callback that detach()es the hold
+         * keeps it: it is not released, and its result is returned if the detached token still
+         * holds the lock (LockLostException otherwise). Nested in a read hold (a restored read token
+         * included), it throws LeaseException before running the callback: that would need an
+         * upgrade (acquire()).
          *
          * @param callable $callback Called with no arguments.
          * @param float $wait Seconds to wait for the lock, as in acquire().
