@@ -338,7 +338,7 @@ test_in_root() {
     local cargo_log=/tmp/cargo-test.log cp cf cargo_status t
     # Every test target but the model (tests/model.rs): it checks the protocol, not this cell's PHP or
     # server, and runs once, on the host.
-    local targets=(--lib --doc)
+    local targets=(--lib)
     for t in tests/*.rs; do
         t=$(basename "$t" .rs)
         [[ $t == model ]] || targets+=(--test "$t")

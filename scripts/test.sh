@@ -46,10 +46,21 @@ step "phpize/configure/make install route" bash scripts/test-phpize.sh
 step "pecl package builds and loads" bash scripts/pecl-package.sh --check
 step "PIE binary archive (PIE's asset name) unpacks and loads" bash scripts/package-binary.sh --check
 
-# The core: cargo prints one "test result:" line per test binary.
+# The core: cargo prints one "test result:" line per test binary. The model (tests/model.rs) runs on its
+# own, printing each configuration's state count and time and the first line of each reverted fix's
+# counterexample (the traces themselves: cargo test --test model -- --nocapture).
 cargo_log=$(mktemp)
-cargo test --no-default-features --locked 2>&1 | tee "$cargo_log"
+targets=(--lib)
+for t in tests/*.rs; do
+    t=$(basename "$t" .rs)
+    [[ $t == model ]] || targets+=(--test "$t")
+done
+cargo test --no-default-features --locked "${targets[@]}" 2>&1 | tee "$cargo_log"
 cargo_status=${PIPESTATUS[0]}
+cargo test --no-default-features --locked --test model -- --nocapture 2>&1 |
+    grep --line-buffered -E '^(test |test result:|counterexample to|violated:|never reached:|.*: [0-9]+ states \()' |
+    tee -a "$cargo_log"
+((PIPESTATUS[0] == 0)) || cargo_status=1
 read -r cp cf < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } } END { print p + 0, f + 0 }' "$cargo_log")
 rm -f "$cargo_log"
 if ((cargo_status != 0 && cf == 0)); then cf=1; fi
