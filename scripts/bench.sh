@@ -18,3 +18,12 @@ so=$(bash scripts/build.sh)
 # The floor row's bare redis-rs loop (examples/floor.rs).
 cargo build --release --locked --quiet --example floor
 REDIS_LEASE_FLOOR=$PWD/target/release/examples/floor REDIS_LEASE_SO=$so php -n -d extension=igbinary -d extension=redis -d "extension=$so" bench/run.php
+# Session compression (issue 29): on this host (redis_lease only: Debian 12's phpredis 5.3 has no session
+# compression), then in the trixie cell beside phpredis 6.2 when its chroot is made (scripts/cells.sh).
+REDIS_LEASE_SO=$so php -n bench/compression.php --json=bench/results/compression-host.json
+if bash scripts/cells.sh list | grep -q '^php8.4+redis8.0' && [[ -d $(bash scripts/cells.sh list | sed -n 's/^php8.4+redis8.0 (trixie chroot: \(.*\))$/\1/p') ]]; then
+    bash scripts/cells.sh exec php8.4+redis8.0 bash -c '
+        CARGO_TARGET_DIR=/build/target-bench PHP_CONFIG=$(command -v php-config) cargo build --release --offline --quiet &&
+        REDIS_LEASE_SO=/build/target-bench/release/libredis_lease.so php -n bench/compression.php --json=/tmp/compression.json &&
+        cat /tmp/compression.json' | tee /dev/stderr | sed -n '/^{/,$p' >bench/results/compression-php8.4.json
+fi

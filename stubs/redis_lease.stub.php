@@ -24,6 +24,10 @@
  *                                       (read without the lock; this request's writes are discarded).
  * - redis_lease.session.max_waiters     Most requests waiting for one session; beyond it they fail at once. 0: no cap.
  * - redis_lease.session.prefix          Key prefix of session data. Default "PHPREDIS_SESSION:" (as phpredis).
+ * - redis_lease.session.compression     none, lzf, lz4 or zstd, stored as phpredis 6.1+ stores them. Default
+ *                                       empty: phpredis's redis.session.compression if php.ini sets it, else none.
+ * - redis_lease.session.compression_level  zstd's level (below 1: 3). Default empty: phpredis's
+ *                                       redis.session.compression_level, else 3.
  *
  * The native save handler: session.save_handler = redis_lease, session.save_path = a DSN (phpredis's
  * "tcp://host:6379?auth=...&database=...&prefix=...&timeout=..." and "tls://...?stream[cafile]=..." work as is).
@@ -396,10 +400,11 @@ namespace {
         /**
          * @param string|null $dsn Redis, as for DistributedLock; null: the ini setting redis_lease.dsn.
          * @param array<string, bool|int|float|string> $options Any of: ttl, locking, lock_ttl, lock_renew,
-         *        lock_wait, on_lock_timeout, max_waiters, prefix (see the ini settings above, which give
-         *        the defaults). `ttl`: the data's lifetime in whole seconds (0: session.gc_maxlifetime;
-         *        Laravel: its session.lifetime in minutes * 60). The DSN's `prefix=` is overridden by an
-         *        explicit `prefix` option.
+         *        lock_wait, on_lock_timeout, max_waiters, prefix, compression, compression_level (see the
+         *        ini settings above, which give the defaults). `ttl`: the data's lifetime in whole seconds
+         *        (0: session.gc_maxlifetime; Laravel: its session.lifetime in minutes * 60). The DSN's
+         *        `prefix=` is overridden by an explicit `prefix` option. `compression`: none, lzf, lz4 or
+         *        zstd, stored as phpredis 6.1+ stores them.
          * @throws \ValueError on a malformed DSN, an unknown option, or a bad option value.
          */
         public function __construct(#[\SensitiveParameter] ?string $dsn = null, array $options = []) {}

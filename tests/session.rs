@@ -514,3 +514,96 @@ fn a_revocation_run_twice_revokes_only_once() {
         "the write saved since is kept"
     );
 }
+
+fn get_bytes(server: &RedisServer, key: &str) -> Option<Vec<u8>> {
+    redis::cmd("GET")
+        .arg(key)
+        .query(&mut server.conn())
+        .unwrap()
+}
+
+/// Compressed sessions (issue 29): written compressed, handed to a waiter and
+/// read back decoded; plain data still read; data the codec cannot read is
+/// kept, and neither a write nor a waiter's write goes over it.
+#[test]
+fn compressed_sessions_round_trip_and_undecodable_data_is_kept() {
+    use redis_lease::core::compress::Codec;
+    use redis_lease::core::session::{Expect, Put};
+    let server = RedisServer::start();
+    let big = b"cart|a:1:{i:0;s:40:\"0123456789012345678901234567890123456789\";}".repeat(60);
+    for algo in ["lzf", "lz4", "zstd"] {
+        let mut config = SessionConfig::default();
+        config.compression = Codec::parse(algo, "").unwrap();
+        let s = store(&server, config);
+        let id = format!("compr{algo}");
+        let key = format!("PHPREDIS_SESSION:{id}");
+        let (mut sess, _) = s.open(&id).unwrap();
+        assert_eq!(s.write(&mut sess, &big, SEC * 60).unwrap(), Saved::Yes);
+        let stored = get_bytes(&server, &key).unwrap();
+        assert!(
+            stored.len() < big.len() / 5,
+            "{algo}: {} bytes stored",
+            stored.len()
+        );
+        let (mut sess, data) = s.open(&id).unwrap();
+        assert_eq!(data.as_deref(), Some(&big[..]), "{algo}: read back");
+        assert_eq!(sess.stored.as_deref(), Some(&stored[..]));
+        // A waiter is handed the data with the lock: decoded too.
+        let waiter = {
+            let (dsn, id) = (server.dsn(), id.clone());
+            std::thread::spawn(move || {
+                let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+                let mut config = SessionConfig::default();
+                config.compression = Codec::parse(algo, "").unwrap();
+                let s = SessionStore::new(Arc::new(ep), config);
+                let (mut w, data) = s.open(&id).unwrap();
+                s.close(&mut w).unwrap();
+                data
+            })
+        };
+        await_until(SEC * 5, "the waiter to queue", || {
+            exists(&mut server.conn(), &format!("{{{key}}}:lock:waiters"))
+        });
+        let changed = [&big[..], b"x|i:1;"].concat();
+        assert_eq!(s.write(&mut sess, &changed, SEC * 60).unwrap(), Saved::Yes);
+        assert_eq!(
+            waiter.join().unwrap().as_deref(),
+            Some(&changed[..]),
+            "{algo}: handed over"
+        );
+        // A write of a session not held expects its stored (compressed) form.
+        let now = get_bytes(&server, &key).unwrap();
+        assert_eq!(
+            s.put(&id, b"y|i:2;", SEC * 60, Expect::Data(&now)).unwrap(),
+            Put::Written
+        );
+        // Undecodable data: seen as no data, kept by a write.
+        let garbage = [0xF3u8, 0x11, 0x02, 0x99, 0x00, 0x7E, 0x13, 0x80];
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg(&garbage[..])
+            .query(&mut server.conn())
+            .unwrap();
+        let (mut sess, data) = s.open(&id).unwrap();
+        assert_eq!(data, None);
+        assert!(
+            sess.kept.as_deref().is_some_and(|w| w.contains(algo)),
+            "{:?}",
+            sess.kept
+        );
+        assert_eq!(
+            s.write(&mut sess, b"z|i:3;", SEC * 60).unwrap(),
+            Saved::Discarded
+        );
+        assert_eq!(
+            get_bytes(&server, &key).as_deref(),
+            Some(&garbage[..]),
+            "{algo}: kept"
+        );
+        assert_eq!(
+            get(&server, &format!("{{{key}}}:lock")),
+            None,
+            "{algo}: unlocked"
+        );
+    }
+}

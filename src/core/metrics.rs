@@ -42,6 +42,7 @@ named!(Counter {
     SessionTooManyWaiters => "session_too_many_waiters", "Session opens refused because max_waiters requests already waited.";
     SessionLost => "session_lost", "Session writes or unlocks rejected because the lease had expired.";
     SessionReadonly => "session_readonly", "Sessions opened read-only after the lock wait ran out.";
+    SessionUndecodable => "session_undecodable", "Sessions whose stored data could not be read (not the configured compression's, nor a serialized session; or inflating past the bound): left as stored, seen empty, not written over.";
     SessionWriteConflicts => "session_write_conflicts", "Writes of a session the request did not hold refused: another request held its lock, or had saved it since this request's own save.";
     Wakeups => "wakeups", "Waiters woken by a release that handed them the lock.";
     Connects => "connects", "Connections opened to Redis.";

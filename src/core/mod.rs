@@ -1,5 +1,6 @@
 //! The pure Rust core: no PHP types here, so all of it runs under `cargo test`.
 
+pub mod compress;
 pub mod dsn;
 pub mod error;
 pub mod hold;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use redis::{FromRedisValue, Value};
 
+use crate::core::compress::{Codec, Undecodable, MAX_INFLATED};
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::hold::{millis, Kind};
@@ -54,6 +55,8 @@ pub struct SessionConfig {
     pub lock_ttl_auto: bool,
     /// The data's ttl; `None`: session.gc_maxlifetime (what PHP passes).
     pub ttl: Option<Duration>,
+    /// How the data is stored (phpredis's `redis.session.compression`).
+    pub compression: Codec,
 }
 
 /// The lock ttl of a renewed session when none is configured: short, so that a
@@ -73,12 +76,13 @@ impl Default for SessionConfig {
             lock_renew: false,
             lock_ttl_auto: false,
             ttl: None,
+            compression: Codec::default(),
         }
     }
 }
 
 /// Option names, for `SessionConfig::set` and the `redis_lease.session.*` ini settings.
-pub const OPTION_NAMES: [&str; 8] = [
+pub const OPTION_NAMES: [&str; 10] = [
     "ttl",
     "locking",
     "lock_ttl",
@@ -87,6 +91,8 @@ pub const OPTION_NAMES: [&str; 8] = [
     "on_lock_timeout",
     "max_waiters",
     "prefix",
+    "compression",
+    "compression_level",
 ];
 
 impl SessionConfig {
@@ -154,6 +160,14 @@ impl SessionConfig {
                     .parse()
                     .map_err(|_| bad("an integer from 0 (no cap) to 4294967295"))?
             }
+            "compression" => {
+                let level = self.compression.level.to_string();
+                self.compression = Codec::parse(v, &level)?;
+            }
+            "compression_level" => {
+                let algorithm = self.compression.algorithm.map_or("none", |a| a.name());
+                self.compression = Codec::parse(algorithm, v)?;
+            }
             "prefix" => {
                 if v.len() > 256
                     || v.bytes()
@@ -203,6 +217,12 @@ pub struct Session {
     pub mode: Mode,
     /// The session's lock, with its data key.
     lease: Lease,
+    /// The stored form of the data read, where it differs from the data
+    /// (compressed): what a later write expects to find (`Expect::Data`).
+    pub stored: Option<Vec<u8>>,
+    /// The stored data could not be read (see `compress`): this request sees an
+    /// empty session, and nothing it writes replaces the stored data.
+    pub kept: Option<String>,
 }
 
 impl Session {
@@ -362,10 +382,12 @@ impl SessionStore {
             id: id.to_string(),
             mode,
             lease: lease.clone(),
+            stored: None,
+            kept: None,
         };
         if !self.config.locking {
             let data = self.get(&lease)?;
-            return Ok((session(Mode::Unlocked), data));
+            return Ok(self.unpacked(session(Mode::Unlocked), data));
         }
         let started = Instant::now();
         let generation = sentinel::generation(&self.endpoint);
@@ -392,7 +414,7 @@ impl SessionStore {
                     metrics::incr(Counter::SessionContended);
                 }
                 metrics::observe(Timing::SessionWait, started.elapsed());
-                Ok((session(Mode::Locked(hold)), data))
+                Ok(self.unpacked(session(Mode::Locked(hold)), data))
             }
             None => {
                 metrics::incr(Counter::SessionLockTimeouts);
@@ -407,7 +429,7 @@ impl SessionStore {
                     OnLockTimeout::Readonly => {
                         metrics::incr(Counter::SessionReadonly);
                         let data = self.get(&lease)?;
-                        Ok((session(Mode::Readonly), data))
+                        Ok(self.unpacked(session(Mode::Readonly), data))
                     }
                 }
             }
@@ -415,8 +437,58 @@ impl SessionStore {
     }
 
     /// Reads an open session's data again, keeping whatever lock it holds.
-    pub fn reread(&self, s: &Session) -> Result<Option<Vec<u8>>> {
-        self.get(&s.lease)
+    pub fn reread(&self, s: &mut Session) -> Result<Option<Vec<u8>>> {
+        let stored = self.get(&s.lease)?;
+        let (s2, data) = self.unpacked(
+            Session {
+                id: std::mem::take(&mut s.id),
+                mode: std::mem::replace(&mut s.mode, Mode::Done),
+                lease: s.lease.clone(),
+                stored: None,
+                kept: None,
+            },
+            stored,
+        );
+        *s = s2;
+        Ok(data)
+    }
+
+    /// The session data stored as `stored`, into `s`'s view of it: the data, and
+    /// the stored form when it differs; data that cannot be read is kept as it is
+    /// (`Session::kept`) and the request sees an empty session.
+    fn unpacked(&self, mut s: Session, stored: Option<Vec<u8>>) -> (Session, Option<Vec<u8>>) {
+        let Some(stored) = stored else {
+            return (s, None);
+        };
+        let codec = self.config.compression;
+        let data = match codec.unpack(&stored) {
+            Ok(std::borrow::Cow::Borrowed(_)) => return (s, Some(stored)),
+            Ok(std::borrow::Cow::Owned(data)) => data,
+            Err(why) => {
+                metrics::incr(Counter::SessionUndecodable);
+                let algorithm = codec.algorithm.map_or("none", |a| a.name());
+                s.kept = Some(match why {
+                    Undecodable::TooLarge(n) => format!(
+                        "session {} claims {n} bytes once inflated ({algorithm}), more than the \
+                         {MAX_INFLATED} allowed",
+                        short_id(&s.id)
+                    ),
+                    Undecodable::Garbage => format!(
+                        "session {} holds data that is neither {algorithm}-compressed nor a \
+                         serialized session",
+                        short_id(&s.id)
+                    ),
+                });
+                return (s, None);
+            }
+        };
+        s.stored = Some(stored);
+        (s, Some(data))
+    }
+
+    /// The stored form of session data `data` (compressed as configured).
+    pub fn packed<'a>(&self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        self.config.compression.pack(data)
     }
 
     fn get(&self, lease: &Lease) -> Result<Option<Vec<u8>>> {
@@ -425,12 +497,23 @@ impl SessionStore {
     }
 
     /// Writes `data` with a ttl of `max_lifetime` and unlocks, in one round trip.
+    /// Over stored data this request could not read, it only unlocks: that data
+    /// is kept (see `Session::kept`).
     pub fn write(&self, s: &mut Session, data: &[u8], max_lifetime: Duration) -> Result<Saved> {
-        self.save(s, "write", data, max_lifetime)
+        if s.kept.is_some() {
+            self.close(s)?;
+            return Ok(Saved::Discarded);
+        }
+        let stored = self.packed(data);
+        self.save(s, "write", &stored, max_lifetime)
     }
 
     /// Renews the data's ttl and unlocks (lazy_write with unchanged data).
     pub fn touch(&self, s: &mut Session, max_lifetime: Duration) -> Result<Saved> {
+        if s.kept.is_some() {
+            self.close(s)?;
+            return Ok(Saved::Discarded);
+        }
         self.save(s, "touch", b"", max_lifetime)
     }
 
@@ -636,7 +719,7 @@ impl SessionStore {
     /// Writes session `id`, which this request does not hold (a new id it never
     /// read, as Laravel's regenerate() writes it; or one it saved already), in one
     /// step: only while no request holds or waits for its lock, and only if its
-    /// data is still as `expected`.
+    /// data is still as `expected` (in its stored form).
     pub fn put(
         &self,
         id: &str,
@@ -645,6 +728,7 @@ impl SessionStore {
         expected: Expect<'_>,
     ) -> Result<Put> {
         check_id(id)?;
+        let data = &*self.packed(data);
         let lease = self.lease(id);
         let secs = max_lifetime.as_secs().max(1);
         // A retry after a lost reply is harmless: the same data again, still only

@@ -18,7 +18,7 @@ pub const CONNECT_TIMEOUT: &CStr = c"redis_lease.connect_timeout";
 pub const READ_TIMEOUT: &CStr = c"redis_lease.read_timeout";
 pub const IDLE_TIMEOUT: &CStr = c"redis_lease.idle_timeout";
 
-pub static ENTRIES: IniEntryDefs<14> = IniEntryDefs::new([
+pub static ENTRIES: IniEntryDefs<16> = IniEntryDefs::new([
     IniEntryDef::new(DSN, c"redis://127.0.0.1:6379", IniEntryPermission::All),
     IniEntryDef::new(LOCK_PREFIX, c"lock:", IniEntryPermission::All),
     IniEntryDef::new(CONNECT_TIMEOUT, c"1", IniEntryPermission::All),
@@ -64,6 +64,18 @@ pub static ENTRIES: IniEntryDefs<14> = IniEntryDefs::new([
         c"PHPREDIS_SESSION:",
         IniEntryPermission::All,
     ),
+    // Empty: phpredis's redis.session.compression (and _level), so that a site
+    // that compresses with phpredis switches with its php.ini as it is.
+    IniEntryDef::new(
+        c"redis_lease.session.compression",
+        c"",
+        IniEntryPermission::All,
+    ),
+    IniEntryDef::new(
+        c"redis_lease.session.compression_level",
+        c"",
+        IniEntryPermission::All,
+    ),
     IniEntryDef::end(),
 ]);
 
@@ -104,6 +116,39 @@ pub fn with<T>(name: &CStr, f: impl FnOnce(&str) -> T) -> T {
 /// The current value of any ini setting, by name ("" when unknown).
 pub fn get_str(name: &str) -> String {
     CString::new(name).map(|c| get(&c)).unwrap_or_default()
+}
+
+type CfgGetString = unsafe extern "C" fn(*const c_char, *mut *mut c_char) -> i32;
+
+/// A setting's value as php.ini gives it, whether or not a loaded extension
+/// declares it: phpredis's `redis.session.*` are read this way when phpredis is
+/// no longer loaded. ("" when absent.)
+pub fn configured(name: &str) -> String {
+    let declared = get_str(name);
+    if !declared.is_empty() {
+        return declared;
+    }
+    static CFG_GET_STRING: OnceLock<Option<CfgGetString>> = OnceLock::new();
+    let resolve = || {
+        php_global::<std::ffi::c_void>(c"cfg_get_string")
+            // SAFETY: main/php_ini.h: int cfg_get_string(const char *varname, char **result).
+            .map(|p| unsafe { std::mem::transmute::<*mut std::ffi::c_void, CfgGetString>(p) })
+    };
+    let (Some(cfg_get_string), Ok(name)) =
+        (*CFG_GET_STRING.get_or_init(resolve), CString::new(name))
+    else {
+        return String::new();
+    };
+    let mut value: *mut c_char = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated name and an out pointer; on success PHP points it at a
+    // NUL-terminated string of the configuration hash, which lives for the process.
+    if unsafe { cfg_get_string(name.as_ptr(), &mut value) } != 0 || value.is_null() {
+        return String::new();
+    }
+    // SAFETY: as above.
+    unsafe { CStr::from_ptr(value) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn seconds(name: &CStr) -> Result<Duration> {

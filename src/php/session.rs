@@ -89,9 +89,19 @@ fn config_from_ini() -> Result<SessionConfig> {
         ..SessionConfig::default()
     };
     for name in OPTION_NAMES {
-        let setting = format!("redis_lease.session.{name}");
+        let mut setting = format!("redis_lease.session.{name}");
+        let mut value = ini::get_str(&setting);
+        // Compression unset here: as phpredis's own setting says, so that a site
+        // switching from phpredis reads (and writes) its sessions as they are.
+        if value.is_empty() && name.starts_with("compression") {
+            let theirs = format!("redis.session.{name}");
+            value = ini::configured(&theirs);
+            if !value.is_empty() {
+                setting = theirs;
+            }
+        }
         config
-            .set(name, &ini::get_str(&setting), auto)
+            .set(name, &value, auto)
             .map_err(|e| Error::invalid(format!("ini setting {setting}: {e}")))?;
     }
     Ok(config)
@@ -139,10 +149,21 @@ pub enum Form {
 /// What a request last saw of a session.
 #[derive(Clone, PartialEq)]
 enum Seen {
-    /// Its data (`None`: it had none).
-    Data(Option<Vec<u8>>),
+    /// Its data (`None`: it had none), and the data's stored form where that
+    /// differs (compressed): what a later write expects to find.
+    Data(Option<Vec<u8>>, Option<Vec<u8>>),
     /// The request destroyed it.
     Destroyed,
+    /// Its stored data could not be read: it is not written over.
+    Kept,
+}
+
+/// The one warning for stored data that could not be read (`Session::kept`).
+fn kept_warning(why: &String) -> String {
+    format!(
+        "{why}; it was left as it is, and this request sees an empty session and does not write \
+         it (check redis_lease.session.compression against what wrote it)"
+    )
 }
 
 /// One request's session state, shared by both forms.
@@ -187,6 +208,15 @@ impl Handler {
         self.store.config.ttl.unwrap_or(max_lifetime)
     }
 
+    /// What this request saw of a session it wrote `data` to.
+    fn seen_written(&self, data: &[u8]) -> Seen {
+        let stored = match self.store.packed(data) {
+            std::borrow::Cow::Owned(s) => Some(s),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        Seen::Data(Some(data.to_vec()), stored)
+    }
+
     /// Remembers what this request last saw of session `id`.
     fn saw(&mut self, id: &str, seen: Seen) {
         self.seen.retain(|(s, _)| s != id);
@@ -222,11 +252,14 @@ impl Handler {
         // under the same lock rather than unlocking it for a moment.
         if let Some(s) = self
             .session
-            .as_ref()
+            .as_mut()
             .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
         {
             return match self.store.reread(s) {
-                Ok(data) => Out::ok(Some(data.unwrap_or_default())),
+                Ok(data) => Out {
+                    value: Some(data.unwrap_or_default()),
+                    warning: s.kept.as_ref().map(kept_warning),
+                },
                 Err(e) => Out::warn(
                     None,
                     format!("session {} could not be read again: {e}", short_id(id)),
@@ -236,7 +269,13 @@ impl Handler {
         let mut warning = self.close().warning;
         let result = match self.store.open(id) {
             Ok((session, data)) => {
-                self.saw(id, Seen::Data(data.clone()));
+                match &session.kept {
+                    Some(why) => {
+                        warning = Some(kept_warning(why));
+                        self.saw(id, Seen::Kept);
+                    }
+                    None => self.saw(id, Seen::Data(data.clone(), session.stored.clone())),
+                }
                 // A configured outcome, counted in the metrics and told by
                 // isReadOnly() / RedisLease\session_is_readonly(): no warning
                 // (frameworks turn warnings into errors).
@@ -285,7 +324,7 @@ impl Handler {
             _ => return self.write_unopened(id, data, ttl),
         };
         if matches!(result, Ok(Saved::Yes)) {
-            self.saw(id, Seen::Data(Some(data.to_vec())));
+            self.saw(id, self.seen_written(data));
         }
         self.saved(id, "written", result)
     }
@@ -307,9 +346,11 @@ impl Handler {
             .find(|(s, _)| s == id)
             .map(|(_, seen)| seen.clone());
         let expected = match &seen {
-            Some(Seen::Data(Some(d))) if d == data => return Out::ok(true),
-            Some(Seen::Data(Some(d))) => Expect::Data(d),
-            Some(Seen::Data(None)) => Expect::Absent,
+            Some(Seen::Data(Some(d), _)) if d == data => return Out::ok(true),
+            Some(Seen::Data(Some(d), stored)) => Expect::Data(stored.as_deref().unwrap_or(d)),
+            Some(Seen::Data(None, _)) => Expect::Absent,
+            // Data it could not read (it saw an empty session): kept as it is.
+            Some(Seen::Kept) => return Out::ok(true),
             Some(Seen::Destroyed) => {
                 return Out::warn(
                     false,
@@ -339,7 +380,7 @@ impl Handler {
         };
         match result {
             Ok(Put::Written) => {
-                self.saw(id, Seen::Data(Some(data.to_vec())));
+                self.saw(id, self.seen_written(data));
                 Out::ok(true)
             }
             Ok(Put::Busy | Put::Changed) => {
@@ -370,11 +411,14 @@ impl Handler {
         if !matches!(s.mode, Mode::Locked(_)) {
             return Ok(Put::Busy);
         }
-        let as_seen = match expected {
-            Expect::Data(d) => now.as_deref() == Some(d),
-            Expect::Absent => now.is_none(),
-            Expect::Any => true,
-        };
+        // `expected` is in the stored form (compressed, where it is).
+        let stored = s.stored.as_deref().or(now.as_deref());
+        let as_seen = s.kept.is_none()
+            && match expected {
+                Expect::Data(d) => stored == Some(d),
+                Expect::Absent => now.is_none(),
+                Expect::Any => true,
+            };
         if !as_seen {
             self.store.close(&mut s)?;
             return Ok(Put::Changed);
