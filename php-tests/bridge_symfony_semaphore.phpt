@@ -1,5 +1,5 @@
 --TEST--
-Bridge, Symfony Semaphore on LeaseSemaphoreStore (Debian's Symfony 5.4 SemaphoreFactory): limit 3 with 4 processes (the fourth refused until a release), each permit a lease with the Semaphore's ttl, refresh(), isAcquired(), release(), autoRelease, a killed holder's permit free within its ttl, a lost permit; a permit outliving its Key (autoRelease: false) and carried to another process by a serialized Key; weight > 1, bad ttls and limits, an unreachable Redis refused clearly, a DSN's password in no trace
+Bridge, Symfony Semaphore on LeaseSemaphoreStore (Debian's Symfony 5.4 SemaphoreFactory): limit 3 with 4 processes (the fourth refused until a release), each permit a lease with the Semaphore's ttl, refresh(), isAcquired(), release(), autoRelease, a killed holder's permit free within its ttl, a lost permit; a permit outliving its Key (autoRelease: false) and carried to another process by a serialized Key; weights (a Key of weight 2 takes 2 permits as one hold), bad ttls and limits, an unreachable Redis refused clearly, a DSN's password in no trace
 --SKIPIF--
 <?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
@@ -118,13 +118,22 @@ rl_throws('putOffExpiration() of a Key never saved: SemaphoreExpiredException', 
 $store->delete(new Key('never', 1));
 rl_same('delete() of a Key never saved: nothing', 0, $raw->cmd('EXISTS', $permits('never')));
 
+// --- Weights: a Key of weight 2 takes 2 permits at once, as one hold ---
+$heavy = $factory->createSemaphore('heavy', 3, 2);
+rl_same('a Semaphore of weight 2 (limit 3) acquires', true, $heavy->acquire());
+rl_same('... one hold in Redis, weighing 2', [1, '2'], [$raw->cmd('ZCARD', $permits('heavy')),
+    $raw->cmd('HGET', rl_lock_key('heavy') . ':semaphore:weights', $raw->cmd('ZRANGE', $permits('heavy'), 0, 0)[0] ?? '')]);
+$heavy2 = $factory->createSemaphore('heavy', 3, 2);
+rl_same('another of weight 2 does not fit', false, $heavy2->acquire());
+$light = $factory->createSemaphore('heavy', 3, 1);
+rl_same('one of weight 1 does', true, $light->acquire());
+$heavy->release();
+rl_same('after the first releases, the other of weight 2 fits', true, $heavy2->acquire());
+$heavy2->release();
+$light->release();
+rl_same('... and all is free', 0, $raw->cmd('EXISTS', $permits('heavy')));
+
 // --- Bad input ---
-$e = rl_throws('a weight above 1: the Semaphore fails to acquire', SemaphoreRuntimeException::class,
-    fn () => $factory->createSemaphore('heavy', 3, 2)->acquire());
-rl_ok('... because of the store\'s InvalidArgumentException, which says so',
-    $e?->getPrevious() instanceof InvalidArgumentException && str_contains($e->getPrevious()->getMessage(), 'weight of the "heavy" semaphore must be 1, got 2'),
-    rl_fmt($e?->getPrevious()?->getMessage()));
-rl_same('... and takes no permit', 0, $raw->cmd('EXISTS', $permits('heavy')));
 rl_throws('save() with a ttl of 0: InvalidArgumentException', InvalidArgumentException::class, fn () => $store->save(new Key('zero', 1), 0.0));
 rl_throws('putOffExpiration() with a negative ttl: InvalidArgumentException', InvalidArgumentException::class,
     fn () => $store->putOffExpiration(new Key('zero', 1), -1.0));
@@ -172,9 +181,12 @@ ok: refresh() of it: SemaphoreExpiredException
 ok: exists() of a Key never saved: false
 ok: putOffExpiration() of a Key never saved: SemaphoreExpiredException
 ok: delete() of a Key never saved: nothing
-ok: a weight above 1: the Semaphore fails to acquire
-ok: ... because of the store's InvalidArgumentException, which says so
-ok: ... and takes no permit
+ok: a Semaphore of weight 2 (limit 3) acquires
+ok: ... one hold in Redis, weighing 2
+ok: another of weight 2 does not fit
+ok: one of weight 1 does
+ok: after the first releases, the other of weight 2 fits
+ok: ... and all is free
 ok: save() with a ttl of 0: InvalidArgumentException
 ok: putOffExpiration() with a negative ttl: InvalidArgumentException
 ok: a limit above the extension's (1000000): ValueError

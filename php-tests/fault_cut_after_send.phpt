@@ -8,6 +8,12 @@ require __DIR__ . '/fpm-app/harness.inc';
 require __DIR__ . '/../testing/fault_helpers.php';
 require __DIR__ . '/../testing/fault_proxy.php';
 
+/** The token a cut or held command carried (its only 32-hex-digit argument). */
+function cut_token(array $ev): ?string
+{
+    return array_values(preg_grep('/^[0-9a-f]{32}$/', $ev['command'] ?? []))[0] ?? null;
+}
+
 const TTL = 5.0;        // DistributedLock ttl
 const LOCK_TTL = 2.0;   // session lock_ttl
 
@@ -61,7 +67,7 @@ $r = fault_outcome(fn() => $l->acquire());
 $ev = cut_event($proxy, 'L2');
 rl_same('L2: acquire() throws ConnectionException', 'RedisLease\ConnectionException', $r['exception']);
 rl_ok('L2: saying the outcome is unknown', str_contains((string) $r['message'], 'unknown'), (string) $r['message']);
-rl_same('L2: Redis holds the lock for the cut command', $ev['command'][9] ?? 'token?', explode(':', (string) $raw->cmd('GET', $rk))[0]);
+rl_same('L2: Redis holds the lock for the cut command', cut_token($ev) ?? 'token?', explode(':', (string) $raw->cmd('GET', $rk))[0]);
 $proxy->up();
 rl_same('L2: healed: isAcquired() is true (the object adopts the lease Redis granted)', true, fault_outcome(fn() => $l->isAcquired())['value']);
 $fence = $l->getFencingToken();

@@ -307,14 +307,17 @@ namespace {
         public function __construct(string $key, int $limit, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false) {}
 
         /**
-         * Takes one permit, waiting up to `$wait` seconds in the queue. Called while holding one,
-         * it extends it to the full ttl.
+         * Takes `$permits` permits at once, as one hold (one lease, one token; released and renewed
+         * as one), waiting up to `$wait` seconds in the queue. First come, first served: a request
+         * for many permits at the head of the queue is not overtaken by smaller ones behind it.
+         * Called while holding, it extends the hold to the full ttl.
          *
-         * @return bool False: all permits stayed taken past `$wait`.
+         * @param int $permits 1 to the limit; while holding, the number held.
+         * @return bool False: that many permits did not become free within `$wait`.
          * @throws \ValueError
          * @throws \RedisLease\ConnectionException Never returned as false.
          */
-        public function acquire(float $wait = 0.0): bool {}
+        public function acquire(float $wait = 0.0, int $permits = 1): bool {}
 
         /**
          * Gives our permit back, to the first waiter if any.
@@ -364,14 +367,15 @@ namespace {
         public function getLimit(): int {}
 
         /**
-         * Takes a permit (waiting up to `$wait` seconds), runs `$callback`, and always releases;
-         * as DistributedLock::synchronized().
+         * Takes `$permits` permits at once (waiting up to `$wait` seconds), runs `$callback`, and
+         * always releases; as DistributedLock::synchronized().
          *
+         * @throws \ValueError
          * @throws \RedisLease\LockTimeoutException
          * @throws \RedisLease\LockLostException
          * @throws \RedisLease\ConnectionException
          */
-        public function synchronized(callable $callback, float $wait = 10.0): mixed {}
+        public function synchronized(callable $callback, float $wait = 10.0, int $permits = 1): mixed {}
     }
 
     /**

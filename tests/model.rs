@@ -84,6 +84,7 @@ fn as_implemented() -> Fixes {
             upgrade_clears_wake: true,
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
+            weights_counted: true,
         },
         check_reads_pttl: true,
         renewals_wait: true,
@@ -532,7 +533,15 @@ fn writer(downgrade: bool) -> Program {
 }
 
 fn permits(acquires: u8, limit: u8) -> Program {
-    Program::Permit { acquires, limit }
+    weighted(acquires, limit, 1)
+}
+
+fn weighted(acquires: u8, limit: u8, weight: u8) -> Program {
+    Program::Permit {
+        acquires,
+        limit,
+        weight,
+    }
 }
 
 /// Two readers that may upgrade and a writer that may downgrade, on one lock.
@@ -688,11 +697,44 @@ fn semaphore_permits_never_exceed_the_admitting_limit() {
     );
 }
 
+/// Several permits at once (issue 28): a semaphore of 3, a client taking 2 at a
+/// time (twice), one taking 1, one taking 3 (all of them); FIFO, so the large
+/// request at the head is not overtaken by a smaller one behind it.
+fn weighted_semaphores() -> Config {
+    let mut config = semaphores();
+    config.clients = vec![weighted(2, 3, 2), weighted(1, 3, 1), weighted(1, 3, 3)];
+    config
+}
+
+#[test]
+fn weighted_permits_never_exceed_the_admitting_limit() {
+    let checker = check("weighted semaphores", weighted_semaphores(), None);
+    assert_holds(
+        &*checker,
+        &RW_PROPERTIES,
+        &[
+            "permits at the limit",
+            "a permit handed to a waiter",
+            "several permits at once, beside another holder",
+        ],
+    );
+}
+
+/// Fix (m) reverted: a hold of several permits counted as one admits past the
+/// limit.
+#[test]
+fn reverted_m_weights_counted_as_one_admit_past_the_limit() {
+    let mut config = weighted_semaphores();
+    config.fixes.scripts.weights_counted = false;
+    let checker = check("(m) a weighted hold counted as one", config, Some(PERMITS));
+    assert_violated(&*checker, PERMITS);
+}
+
 #[test]
 fn semaphore_permits_across_a_failover_with_wait_replicas() {
     for failover in [Failover::Planned, Failover::Crash] {
         let mut config = locks(failover);
-        config.clients = vec![permits(2, 1), permits(1, 2)];
+        config.clients = vec![permits(2, 1), weighted(1, 3, 2)];
         config.fence_ops = false;
         let checker = check(&format!("semaphores, {failover:?}"), config, None);
         assert_holds(

@@ -532,8 +532,10 @@ fn compressed_sessions_round_trip_and_undecodable_data_is_kept() {
     let server = RedisServer::start();
     let big = b"cart|a:1:{i:0;s:40:\"0123456789012345678901234567890123456789\";}".repeat(60);
     for algo in ["lzf", "lz4", "zstd"] {
-        let mut config = SessionConfig::default();
-        config.compression = Codec::parse(algo, "").unwrap();
+        let config = SessionConfig {
+            compression: Codec::parse(algo, "").unwrap(),
+            ..SessionConfig::default()
+        };
         let s = store(&server, config);
         let id = format!("compr{algo}");
         let key = format!("PHPREDIS_SESSION:{id}");
@@ -553,8 +555,10 @@ fn compressed_sessions_round_trip_and_undecodable_data_is_kept() {
             let (dsn, id) = (server.dsn(), id.clone());
             std::thread::spawn(move || {
                 let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
-                let mut config = SessionConfig::default();
-                config.compression = Codec::parse(algo, "").unwrap();
+                let config = SessionConfig {
+                    compression: Codec::parse(algo, "").unwrap(),
+                    ..SessionConfig::default()
+                };
                 let s = SessionStore::new(Arc::new(ep), config);
                 let (mut w, data) = s.open(&id).unwrap();
                 s.close(&mut w).unwrap();

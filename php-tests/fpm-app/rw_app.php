@@ -19,8 +19,9 @@
  *   op=writer_probes&key=K&res=R&probes=P&gap_ms=G&hold_ms=H&readers_before=B
  *       P times: G ms pause, wait until B readers are inside, then acquire() on K
  *       timed, H ms inside, release.
- *   op=sem&key=K&res=R&limit=L&rounds=N&hold_ms=H&ttl=T
- *       N permits of semaphore K (limit L), each held H ms.
+ *   op=sem&key=K&res=R&limit=L&rounds=N&hold_ms=H&ttl=T[&weights=1,2,..&seed=S]
+ *       N holds of semaphore K (limit L), each held H ms, each of a number of
+ *       permits drawn from `weights` (1 by default).
  *   op=hold&shape=read|permit|write&key=K&ttl=T&limit=L&wait=W&ctl=P&go_timeout=S[&auto=1]
  *       take a read hold, a permit or the lock alone, publish P:started (our pid)
  *       and P:token, wait until P:go exists, then release (reported).
@@ -110,17 +111,22 @@ try {
             $limit = (int) app_param('limit', '3');
             $sem = new DistributedSemaphore($key, $limit, (float) app_param('ttl', '10'), $dsn);
             $holdUs = (int) app_param('hold_ms', '5') * 1000;
+            // weights=1,2,3: each round takes that many permits at once, drawn with seed.
+            $weights = array_map('intval', explode(',', (string) app_param('weights', '1')));
+            mt_srand((int) app_param('seed', (string) getmypid()));
             $n = 0;
             for ($i = 0; $i < (int) app_param('rounds', '10'); $i++) {
-                if (!$sem->acquire(30.0)) {
-                    $out['errors'][] = 'acquire(30) gave up';
+                $w = $weights[mt_rand(0, count($weights) - 1)];
+                if (!$sem->acquire(30.0, $w)) {
+                    $out['errors'][] = "acquire(30, $w) gave up";
                     continue;
                 }
-                rw_record($ctl, $res, 'enter_p', $who, $limit);
+                rw_record($ctl, $res, 'enter_p', "$who ($w)", $limit, null, $w);
                 usleep($holdUs);
-                rw_record($ctl, $res, 'leave_p', $who, $limit);
+                rw_record($ctl, $res, 'leave_p', "$who ($w)", $limit, null, $w);
                 $sem->release() || $out['errors'][] = 'a permit was lost';
                 $n++;
+                $out['weighed'] = ($out['weighed'] ?? 0) + $w;
             }
             $out['permits'] = $n;
             break;

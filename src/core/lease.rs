@@ -65,6 +65,8 @@ pub struct LeaseKeys {
     /// Shared holds: readers of a lock, or a semaphore's permits (a sorted set of
     /// tokens by the moment their lease ends).
     pub holders: Vec<u8>,
+    /// The weights of holds of several permits at once (a hash; see lib.lua).
+    pub weights: Vec<u8>,
     /// A session's data, when the lease locks a session: unlocking hands the data
     /// to the next waiter along with the lock.
     pub data: Option<Vec<u8>>,
@@ -98,6 +100,7 @@ impl LeaseKeys {
             waiters: suffixed(b":waiters"),
             terms: suffixed(b":terms"),
             holders: suffixed(b":holders"),
+            weights: suffixed(b":weights"),
             lock,
             data,
         }
@@ -470,6 +473,7 @@ impl Lease {
         let n: i64 = scripts::REFRESH
             .key(&self.keys.lock)
             .key(&self.keys.holders)
+            .key(&self.keys.weights)
             .arg(token.as_str())
             .arg(millis(ttl))
             .invoke(&mut c.inner)?;
@@ -756,12 +760,12 @@ impl Lease {
     ) -> Result<Got> {
         let started = Instant::now();
         let waited = self.claim(&LockClaim { ttl, want, token }, wait)?;
-        let permit = matches!(want, Want::Permit(_));
+        let permit = matches!(want, Want::Permit(..));
         match waited.result {
             Some(mut hold) => {
                 hold.acquired_at = started;
                 metrics::incr(match want {
-                    Want::Permit(_) => Counter::PermitsAcquired,
+                    Want::Permit(..) => Counter::PermitsAcquired,
                     Want::Shared => Counter::ReadLocksAcquired,
                     _ => Counter::LockAcquired,
                 });
@@ -796,6 +800,7 @@ impl Lease {
                     .key(&self.keys.waiters)
                     .key(&self.keys.terms)
                     .key(&self.keys.holders)
+                    .key(&self.keys.weights)
                     .arg(token.as_str());
                 self.done_marker(&mut inv, token);
                 inv.invoke(&mut c.inner)
@@ -1115,8 +1120,8 @@ pub enum Want {
     Upgrade,
     /// The lock shared, for a holder that has it alone (a downgrade).
     Downgrade,
-    /// One permit of a semaphore of this many.
-    Permit(u32),
+    /// Permits of a semaphore: (its limit, how many at once).
+    Permit(u32, u32),
 }
 
 impl Want {
@@ -1126,13 +1131,13 @@ impl Want {
             Want::Shared => "r",
             Want::Upgrade => "u",
             Want::Downgrade => "d",
-            Want::Permit(_) => "p",
+            Want::Permit(..) => "p",
         }
     }
 
     /// Whether what it gets is a shared hold.
     fn shared(self) -> bool {
-        matches!(self, Want::Shared | Want::Downgrade | Want::Permit(_))
+        matches!(self, Want::Shared | Want::Downgrade | Want::Permit(..))
     }
 }
 
@@ -1175,9 +1180,9 @@ impl Claim for LockClaim {
         will_wait: Duration,
         generation: u64,
     ) -> std::result::Result<Value, Failure> {
-        let limit = match self.want {
-            Want::Permit(n) => n,
-            _ => 0,
+        let (limit, weight) = match self.want {
+            Want::Permit(limit, weight) => (limit, weight),
+            _ => (0, 1),
         };
         let (reply, acks) = lease.call(|c| {
             let reply: Value = scripts::ACQUIRE
@@ -1187,11 +1192,13 @@ impl Claim for LockClaim {
                 .key(&lease.keys.terms)
                 .key(lease.keys.void(token))
                 .key(&lease.keys.holders)
+                .key(&lease.keys.weights)
                 .arg(token.as_str())
                 .arg(millis(self.ttl))
                 .arg(millis(will_wait))
                 .arg(self.want.mode())
                 .arg(limit)
+                .arg(weight)
                 .invoke(&mut c.inner)?;
             let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
             Ok((reply, acks))

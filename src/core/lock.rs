@@ -40,6 +40,9 @@ pub struct Lock {
     /// A lock (taken alone, or shared by readers), or a semaphore of this many
     /// permits.
     permits: Option<u32>,
+    /// How many permits a semaphore's hold takes at once (its weight): the next
+    /// acquire's, and the current hold's (`None`: a restored hold's, unknown).
+    weight: Option<u32>,
     /// A hold restored without asking Redis (see `restore`): whether it is held,
     /// alone or shared, and its fence are asked before anything depends on them.
     unverified: bool,
@@ -59,6 +62,7 @@ impl Lock {
             release_sent: false,
             auto_renew: false,
             permits: None,
+            weight: Some(1),
             unverified: false,
             detached: None,
         }
@@ -69,6 +73,22 @@ impl Lock {
         let mut lock = Lock::new(lease, ttl);
         lock.permits = Some(limit);
         lock
+    }
+
+    /// How many permits the semaphore's hold takes (its weight); `None`: a
+    /// restored hold's, which Redis has and this object does not know.
+    pub fn weight(&self) -> Option<u32> {
+        self.weight
+    }
+
+    /// Takes `weight` permits of a semaphore at once, as one hold (see
+    /// `acquire`). A hold it has already is extended, whatever its weight: the
+    /// caller checks the weight it asks for is the one held.
+    pub fn acquire_permits(&mut self, wait: Duration, weight: u32) -> Result<bool> {
+        if self.hold().is_none() {
+            self.weight = Some(weight);
+        }
+        self.acquire(wait)
     }
 
     /// A lock object for a hold taken elsewhere (another object, another
@@ -90,6 +110,7 @@ impl Lock {
         let hold = Hold::found(token, 0, self.ttl, Instant::now(), Some(Duration::ZERO));
         self.set_hold(Some(hold), 0);
         self.unverified = true;
+        self.weight = None;
         if self.auto_renew {
             self.verify()?;
         }
@@ -277,7 +298,7 @@ impl Lock {
     pub fn acquire(&mut self, wait: Duration) -> Result<bool> {
         self.verify()?;
         let want = match self.permits {
-            Some(n) => Want::Permit(n),
+            Some(n) => Want::Permit(n, self.weight.unwrap_or(1)),
             None => Want::Alone,
         };
         let upgrade = want == Want::Alone && self.hold().is_some_and(|h| h.shared);

@@ -989,9 +989,10 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
             } else {
                 scripts::REFRESH.get_hash()
             })
-            .arg(2)
+            .arg(3)
             .arg(&r.key)
             .arg(&r.holders)
+            .arg([&r.key[..], b":weights"].concat())
             .arg(r.token.as_str())
             .arg(millis(*ttl))
             // Renewals only lengthen the lease (see `hold`).

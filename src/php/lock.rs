@@ -177,7 +177,8 @@ fn lost(key: &[u8], what: &str) -> PhpException {
 enum Take {
     Alone,
     Shared,
-    Permit,
+    /// This many permits at once.
+    Permit(u32),
 }
 
 /// `synchronized()` of a lock or semaphore: takes `what` (waiting up to `wait`),
@@ -218,13 +219,14 @@ fn synchronized(
     }
     let got = match what {
         Take::Shared => lock.borrow_mut().acquire_read(wait)?,
-        Take::Alone | Take::Permit => lock.borrow_mut().acquire(wait)?,
+        Take::Alone => lock.borrow_mut().acquire(wait)?,
+        Take::Permit(weight) => lock.borrow_mut().acquire_permits(wait, weight)?,
     };
     if !got {
         return Err(PhpException::new(
             format!(
                 "Could not acquire {} '{}' within {:.3} seconds",
-                if what == Take::Permit {
+                if matches!(what, Take::Permit(_)) {
                     "a permit of"
                 } else {
                     "the lock"
@@ -436,6 +438,30 @@ impl Drop for DistributedSemaphore {
     }
 }
 
+impl DistributedSemaphore {
+    /// `$permits` of `method` (its argument #2), checked: 1 to the limit, and
+    /// the weight this object holds already, if it holds one.
+    fn weight(&self, method: &str, permits: i64) -> Result<u32, Error> {
+        let name = format!("DistributedSemaphore::{method}(): Argument #2 ($permits)");
+        let limit = i64::from(self.limit);
+        if !(1..=limit).contains(&permits) {
+            return Err(Error::invalid(format!(
+                "{name} must be between 1 and the limit ({limit}), {permits} given"
+            )));
+        }
+        let weight = permits as u32;
+        let lock = self.lock.borrow();
+        if let (Some(_), Some(held)) = (lock.hold(), lock.weight()) {
+            if held != weight {
+                return Err(Error::invalid(format!(
+                    "{name} is {weight}, but this object holds {held} permits: release() them first"
+                )));
+            }
+        }
+        Ok(weight)
+    }
+}
+
 #[php_impl]
 impl DistributedSemaphore {
     #[php(defaults(ttl = 30.0, autoRenew = false))]
@@ -487,15 +513,18 @@ impl DistributedSemaphore {
             .map(|t| t.as_str().to_string())
     }
 
-    /// Takes one permit; false when all stay taken past `$wait` seconds.
-    #[php(defaults(wait = 0.0))]
-    pub fn acquire(&self, wait: Float) -> PhpResult<bool> {
+    /// Takes `$permits` permits at once, as one hold (FIFO: a large request at
+    /// the head of the queue is not overtaken by smaller ones); false when they
+    /// are not all free within `$wait` seconds.
+    #[php(defaults(wait = 0.0, permits = 1))]
+    pub fn acquire(&self, wait: Float, permits: i64) -> PhpResult<bool> {
         let wait = seconds(
             "DistributedSemaphore::acquire(): Argument #1 ($wait)",
             wait.0,
             true,
         )?;
-        Ok(self.lock.borrow_mut().acquire(wait)?)
+        let weight = self.weight("acquire", permits)?;
+        Ok(self.lock.borrow_mut().acquire_permits(wait, weight)?)
     }
 
     /// Gives our permit back (to the first waiter); false when we had lost it.
@@ -543,10 +572,23 @@ impl DistributedSemaphore {
         i64::from(self.limit)
     }
 
-    /// Runs `$callback` while holding a permit and returns its result.
-    #[php(defaults(wait = 10.0))]
-    pub fn synchronized(&self, callback: ZendCallable, wait: Float) -> PhpResult<Zval> {
+    /// Runs `$callback` while holding `$permits` permits and returns its result.
+    #[php(defaults(wait = 10.0, permits = 1))]
+    pub fn synchronized(
+        &self,
+        callback: ZendCallable,
+        wait: Float,
+        permits: i64,
+    ) -> PhpResult<Zval> {
         let method = "DistributedSemaphore::synchronized";
-        synchronized(&self.lock, &self.key, method, Take::Permit, callback, wait)
+        let weight = self.weight("synchronized", permits)?;
+        synchronized(
+            &self.lock,
+            &self.key,
+            method,
+            Take::Permit(weight),
+            callback,
+            wait,
+        )
     }
 }

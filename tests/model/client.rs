@@ -29,9 +29,9 @@ pub enum Program {
     /// `acquire()`, hold, maybe a downgrade (`acquireRead()` on the write
     /// hold), release.
     Writer { acquires: u8, downgrade: bool },
-    /// `DistributedSemaphore` of `limit` permits: acquire (with a wait), hold,
-    /// release.
-    Permit { acquires: u8, limit: u8 },
+    /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
+    /// once (with a wait), hold, release.
+    Permit { acquires: u8, limit: u8, weight: u8 },
     /// `DistributedLock::restore()` of the token another client detached, then
     /// `synchronized()` (the lock alone) on it, then release.
     Restorer,
@@ -50,8 +50,8 @@ pub enum Want {
     Upgrade,
     /// Shared, for the token that has it alone.
     Downgrade,
-    /// One of this many permits.
-    Permit(u8),
+    /// (Of this many permits, how many at once.)
+    Permit(u8, u8),
 }
 
 impl Want {
@@ -62,7 +62,7 @@ impl Want {
             Want::Shared => Mode::R,
             Want::Upgrade => Mode::U,
             Want::Downgrade => Mode::D,
-            Want::Permit(limit) => Mode::P(limit),
+            Want::Permit(limit, weight) => Mode::P(limit, weight),
         }
     }
 
@@ -71,7 +71,7 @@ impl Want {
         match self {
             Want::Alone | Want::Upgrade => Kind::Alone,
             Want::Shared | Want::Downgrade => Kind::Shared,
-            Want::Permit(_) => Kind::Permit,
+            Want::Permit(..) => Kind::Permit,
         }
     }
 }

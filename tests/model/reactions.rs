@@ -108,7 +108,7 @@ impl System {
             Op::Acquire => {
                 s.client_mut(c).ops += 1;
                 let want = match cfg.clients[usize::from(c)] {
-                    Program::Permit { limit, .. } => Want::Permit(limit),
+                    Program::Permit { limit, weight, .. } => Want::Permit(limit, weight),
                     _ => Want::Alone,
                 };
                 self.lock_acquire(s, c, want);

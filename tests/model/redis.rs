@@ -92,8 +92,8 @@ pub enum Mode {
     U,
     /// 'd': shared, for a token that has it alone (a downgrade).
     D,
-    /// 'p': one of this many permits of a semaphore.
-    P(u8),
+    /// 'p': (this many permits of a semaphore, how many at once).
+    P(u8, u8),
 }
 
 /// One member of `<lock>:waiters` with its `<lock>:terms` entry. The two keys are
@@ -116,6 +116,8 @@ pub struct Waiter {
 pub struct Shared {
     pub token: Token,
     pub until: Time,
+    /// How many permits it holds (`<lock>:weights`; a reader: 1).
+    pub weight: u8,
 }
 
 /// A wake-up list entry `<fence>:<payload>`: a lock's payload is empty, a
@@ -261,6 +263,9 @@ pub struct Scripts {
     /// error) instead of handing it the lock. Off: the lock went to a token
     /// nobody waited for (found by this model).
     pub grant_drops_lapsed_upgrade: bool,
+    /// (m) lib.lua's `live_holders` counts a hold of several permits by its
+    /// weight (`<lock>:weights`). Off: by its entry, as one.
+    pub weights_counted: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -375,8 +380,8 @@ impl Script<'_> {
         }
     }
 
-    /// lib.lua's `live_holders`: the shared holds alive at `now`; those that ran
-    /// out are dropped.
+    /// lib.lua's `live_holders`: the shared holds (permits: their weights) alive
+    /// at `now`; those that ran out are dropped (and their weights with them).
     pub fn live_holders(&mut self, now: Time) -> u8 {
         if self.db.holders.is_empty() {
             return 0;
@@ -385,7 +390,10 @@ impl Script<'_> {
         if self.db.holders.is_empty() {
             self.db.holders_until = 0;
         }
-        self.db.holders.len() as u8
+        match self.scripts.weights_counted {
+            true => self.db.holders.iter().map(|h| h.weight).sum(),
+            false => self.db.holders.len() as u8,
+        }
     }
 
     /// lib.lua's `keep_holders`: the key lasts as long as its last lease.
@@ -396,12 +404,16 @@ impl Script<'_> {
         }
     }
 
-    /// lib.lua's `add_holder`.
-    pub fn add_holder(&mut self, token: Token, ttl: Time, now: Time) {
+    /// lib.lua's `add_holder` (and `weigh`, for a new one of several permits).
+    pub fn add_holder(&mut self, token: Token, ttl: Time, now: Time, weight: u8) {
         let until = now.saturating_add(ttl);
         match self.db.holders.iter_mut().find(|h| h.token == token) {
             Some(h) => h.until = until,
-            None => self.db.holders.push(Shared { token, until }),
+            None => self.db.holders.push(Shared {
+                token,
+                until,
+                weight,
+            }),
         }
         self.keep_holders(now);
     }
@@ -482,10 +494,14 @@ impl Script<'_> {
                     self.wake_up(w.token, w.deadline, Payload { fence, data: body });
                     return true;
                 }
-                Mode::P(limit) if live >= limit => return handed,
-                Mode::R | Mode::P(_) => {
+                Mode::P(limit, weight) if live + weight > limit => return handed,
+                Mode::R | Mode::P(..) => {
+                    let weight = match w.mode {
+                        Mode::P(_, weight) => weight,
+                        _ => 1,
+                    };
                     self.leave_queue(w.token);
-                    self.add_holder(w.token, w.ttl, now);
+                    self.add_holder(w.token, w.ttl, now, weight);
                     self.wake_up(
                         w.token,
                         w.deadline,
@@ -494,7 +510,7 @@ impl Script<'_> {
                             data: None,
                         },
                     );
-                    live += 1;
+                    live += weight;
                     handed = true;
                     // The next waiter now stands where this one stood.
                     i = at;
@@ -586,19 +602,21 @@ impl Script<'_> {
                 if !self.exists_void(token) && self.db.waiters.is_empty() && self.db.lock.is_none()
                 {
                     let now = self.now_ms();
-                    self.add_holder(token, ttl, now);
+                    self.add_holder(token, ttl, now, 1);
                     return took_shared;
                 }
             }
-            Mode::P(limit) => {
+            Mode::P(limit, weight) => {
                 // NX: a token that holds a permit already (handed to it while it
                 // waited) is left to the path below.
                 if !self.exists_void(token) && self.db.waiters.is_empty() {
                     let now = self.now_ms();
-                    if self.live_holders(now) < limit && self.shared_end(token).is_none() {
+                    if self.live_holders(now) + weight <= limit && self.shared_end(token).is_none()
+                    {
                         self.db.holders.push(Shared {
                             token,
                             until: now.saturating_add(ttl),
+                            weight,
                         });
                         self.keep_holders(now);
                         return took_shared;
@@ -622,7 +640,7 @@ impl Script<'_> {
                 // between, and readers queued at the head share it at once.
                 self.db.lock = None;
                 let now = self.now_ms();
-                self.add_holder(token, ttl, now);
+                self.add_holder(token, ttl, now, 1);
                 self.grant(true, true, |_| None, Some(now));
                 return took_shared;
             }
@@ -672,11 +690,15 @@ impl Script<'_> {
                 }
                 let shares = match mode {
                     Mode::R => true,
-                    Mode::P(limit) => live < limit,
+                    Mode::P(limit, weight) => live + weight <= limit,
                     _ => false,
                 };
                 if shares {
-                    self.add_holder(token, ttl, now);
+                    let weight = match mode {
+                        Mode::P(_, weight) => weight,
+                        _ => 1,
+                    };
+                    self.add_holder(token, ttl, now, weight);
                     self.leave_queue(token);
                     return took_shared;
                 }
@@ -783,7 +805,7 @@ impl Script<'_> {
         if at_least {
             ttl = ttl.max(ends - now);
         }
-        self.add_holder(token, ttl, now);
+        self.add_holder(token, ttl, now, 1);
         self.touched = true;
         Reply::Int(1)
     }

@@ -941,7 +941,7 @@ impl Model for System {
             Property::always(
                 "never more permits than the limit that admitted the last one",
                 |m: &System, s: &State| {
-                    let counted = m.counting(s, |_, _| true, |k| k == Kind::Permit);
+                    let counted = m.permits_counted(s);
                     // Redis's own count too, until a failover: a promoted replica
                     // may lack releases (not WAITed for), which only keeps
                     // permits out longer.
@@ -951,7 +951,8 @@ impl Model for System {
                             .holders
                             .iter()
                             .filter(|h| h.until > s.now)
-                            .count(),
+                            .map(|h| usize::from(h.weight))
+                            .sum(),
                         _ => 0,
                     };
                     let permits = m
@@ -1036,9 +1037,19 @@ impl Model for System {
                 s.ghost.lapsed
             }),
             Property::sometimes("permits at the limit", |m: &System, s: &State| {
-                let n = m.counting(s, |_, _| true, |k| k == Kind::Permit);
+                let n = m.permits_counted(s);
                 n >= 2 && n == usize::from(s.ghost.last_limit)
             }),
+            Property::sometimes(
+                "several permits at once, beside another holder",
+                |m: &System, s: &State| {
+                    let heavy = s.clients.iter().zip(&m.config.clients).any(|(c, p)| {
+                        matches!(p, Program::Permit { weight, .. } if *weight > 1)
+                            && c.counted(s.now) == Some(Kind::Permit)
+                    });
+                    heavy && m.counting(s, |_, _| true, |k| k == Kind::Permit) >= 2
+                },
+            ),
             Property::sometimes("a permit handed to a waiter", |_, s: &State| {
                 s.clients.iter().any(|c| {
                     c.counted(s.now) == Some(Kind::Permit)
@@ -1074,6 +1085,20 @@ impl System {
                     && counts(s, c)
             })
             .count()
+    }
+
+    /// How many permits clients count on (each its weight).
+    fn permits_counted(&self, s: &State) -> usize {
+        s.clients
+            .iter()
+            .zip(&self.config.clients)
+            .filter_map(|(c, p)| match p {
+                Program::Permit { weight, .. } if c.counted(s.now) == Some(Kind::Permit) => {
+                    Some(usize::from(*weight))
+                }
+                _ => None,
+            })
+            .sum()
     }
 
     /// No writer beside any other holder (among the holds that `counts`).

@@ -17,9 +17,8 @@ use Symfony\Component\Semaphore\PersistingStoreInterface;
  * Key's, as with Symfony's RedisStore. Symfony's Semaphore never waits (acquire() tries once), so the
  * extension's FIFO queue is not used here; DistributedSemaphore::acquire($wait) waits in it.
  *
- * One permit per Key: a Key with a weight above 1 is refused (InvalidArgumentException). The extension
- * takes one permit per hold; taking several with several holds would not be one step (two callers
- * could each get part of what they need and wait for each other), so it is left to the extension.
+ * A Key's weight is how many permits it takes: the extension takes them at once, as one hold (one
+ * token, released and renewed as one), so two Keys never each get part of what they need.
  *
  * The Key keeps only the permit's token, as Symfony's RedisStore does: the permit outlives the Semaphore
  * and the Key objects (with `autoRelease: false`) until its ttl, and a serialized Key carries it to another
@@ -35,24 +34,24 @@ final class LeaseSemaphoreStore implements PersistingStoreInterface
     }
 
     /**
-     * Takes a permit for `$ttlInSecond` seconds if fewer than the Key's limit are held, or extends the
-     * Key's own permit to that.
+     * Takes the Key's weight in permits for `$ttlInSecond` seconds if they all fit under the Key's
+     * limit, or extends the Key's own hold to that.
      *
-     * @throws SemaphoreAcquiringException when all the permits are held.
-     * @throws InvalidArgumentException for a weight above 1, or a ttl that is not > 0.
+     * @throws SemaphoreAcquiringException when they do not all fit.
+     * @throws InvalidArgumentException for a weight above the limit, or a ttl that is not > 0.
      */
     public function save(Key $key, float $ttlInSecond): void
     {
         self::checkTtl($ttlInSecond);
-        if ($key->getWeight() !== 1) {
-            throw new InvalidArgumentException(sprintf('LeaseSemaphoreStore takes one permit per Key: the weight of the "%s" semaphore must be 1, got %d.', $key, $key->getWeight()));
+        if ($key->getWeight() < 1 || $key->getWeight() > $key->getLimit()) {
+            throw new InvalidArgumentException(sprintf('The weight of the "%s" semaphore must be between 1 and its limit %d, got %d.', $key, $key->getLimit(), $key->getWeight()));
         }
         if ($this->extendOwn($key, $ttlInSecond)) {
             return;
         }
         $permit = new DistributedSemaphore((string) $key, $key->getLimit(), $ttlInSecond, $this->dsn);
-        if (!$permit->acquire()) {
-            throw new SemaphoreAcquiringException($key, sprintf('all %d permits are held', $key->getLimit()));
+        if (!$permit->acquire(0.0, $key->getWeight())) {
+            throw new SemaphoreAcquiringException($key, sprintf('%d of its %d permits are not free', $key->getWeight(), $key->getLimit()));
         }
         // The permit outlives this object: released by its token (delete()) or at its ttl.
         $key->setState(__CLASS__, $permit->detach());

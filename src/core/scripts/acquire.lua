@@ -2,12 +2,13 @@
 -- Take a lock (alone, or shared with other readers) or a semaphore permit if it
 -- is free and nobody queues before us; otherwise queue for it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
--- KEYS[5] void marker of this token, KEYS[6] shared holds (readers, permits)
+-- KEYS[5] void marker of this token, KEYS[6] shared holds (readers, permits),
+-- KEYS[7] the permits' weights
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] how long the caller will still wait,
 -- in ms (0: it will not, and leaves the queue), ARGV[4] mode: 'w' alone, 'r' as a
 -- reader, 'u' alone, for a token that holds it as a reader (an upgrade), 'd' as a
--- reader, for a token that holds it alone (a downgrade), 'p' a permit; ARGV[5]
--- the semaphore's limit ('p')
+-- reader, for a token that holds it alone (a downgrade), 'p' permits; ARGV[5]
+-- the semaphore's limit, ARGV[6] how many permits at once ('p')
 -- Returns {1, fence} when it took it (fence '' when left unassigned, see below;
 -- '0' for a shared hold), {2, fence} when it was handed to us while we waited,
 -- {0, pttl} when others hold it (pttl: until the first of their leases ends; -1:
@@ -18,6 +19,9 @@
 -- the queue: a caller that is told no never waits again on this token.
 local lock, waiters, terms, holders, token = KEYS[1], KEYS[3], KEYS[4], KEYS[6], ARGV[1]
 local ttl, wait, mode, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+-- Only a semaphore's permits weigh (a lock's readers count one each).
+local weight = tonumber(ARGV[6]) or 1
+local weights = mode == 'p' and KEYS[7] or nil
 -- The common case first: nobody queues, this token was not voided, the lock is
 -- free. Its fencing token is left unassigned (fence.lua assigns it when the holder
 -- asks): most holders never ask, and it saves the counter's write.
@@ -36,9 +40,10 @@ elseif mode == 'p' then
   -- left to the path below, which also clears its wake-up.
   if redis.call('EXISTS', KEYS[5], waiters) == 0 then
     local now = now_ms()
-    if live_holders(holders, now) < limit
+    if live_holders(holders, now, weights) + weight <= limit
         and redis.call('ZADD', holders, 'NX', now + ttl, token) == 1 then
-      keep_holders(holders, now)
+      weigh(weights, token, weight)
+      keep_holders(holders, now, weights)
       return {1, '0'}
     end
   end
@@ -67,7 +72,7 @@ if owns(value, token) then
   return {2, string.sub(value, #token + 2)}
 end
 local now = now_ms()
-local live = live_holders(holders, now)
+local live = live_holders(holders, now, weights)
 local reading = live > 0 and redis.call('ZSCORE', holders, token)
 if mode == 'u' and not reading then
   -- Its read lease ran out while it waited: the upgrade is over, and so is its
@@ -92,15 +97,15 @@ if not value then
       end
       leave_queue(waiters, terms, token)
       return {1, fence}
-    elseif mode == 'r' or (mode == 'p' and live < limit) then
-      add_holder(holders, token, ttl, now)
+    elseif mode == 'r' or (mode == 'p' and live + weight <= limit) then
+      add_holder(holders, token, ttl, now, weights, weight)
       leave_queue(waiters, terms, token)
       return {1, '0'}
     end
   end
   -- Free (or shareable) with others queued before us (a holder's lease ran out):
   -- first come, first served. What that serves may be us.
-  grant(lock, holders, waiters, terms, KEYS[2], no_payload, now)
+  grant(lock, holders, waiters, terms, KEYS[2], no_payload, now, weights)
   value = redis.call('GET', lock)
   if owns(value, token) then
     unwake(lock, token)
@@ -126,7 +131,7 @@ if mode == 'u' then
   end
 end
 if wait > 0 then
-  join_queue(waiters, terms, token, ttl, wait, now, mode, limit)
+  join_queue(waiters, terms, token, ttl, wait, now, mode, limit, weight)
 else
   leave_queue(waiters, terms, token)
 end

@@ -64,18 +64,18 @@ local function leave_queue(waiters, terms, token)
   redis.call('HDEL', terms, token)
 end
 
--- A waiter's terms are '<ttl> <deadline> <heard until>[ <mode>[ <limit>]]' (ms).
--- Modes: 'w' (the default) takes the lock alone; 'r' shares it with other
--- readers; 'u' is a reader waiting to take it alone (an upgrade); 'p' takes one
--- of <limit> permits of a semaphore.
+-- A waiter's terms are '<ttl> <deadline> <heard until>[ <mode>[ <limit>[ <weight>]]]'
+-- (ms). Modes: 'w' (the default) takes the lock alone; 'r' shares it with other
+-- readers; 'u' is a reader waiting to take it alone (an upgrade); 'p' takes
+-- <weight> (1 when not said) of <limit> permits of a semaphore.
 local function parse_terms(text)
-  local ttl, deadline, heard, mode, limit = string.match(text or '',
-    '^(%d+) (%d+) (%d+) ?(%a?) ?(%d*)$')
+  local ttl, deadline, heard, mode, limit, weight = string.match(text or '',
+    '^(%d+) (%d+) (%d+) ?(%a?) ?(%d*) ?(%d*)$')
   if not ttl then
     return nil
   end
   return tonumber(ttl), tonumber(deadline), tonumber(heard), mode ~= '' and mode or 'w',
-    tonumber(limit)
+    tonumber(limit), tonumber(weight) or 1
 end
 
 -- The first waiter at or after place `i` within its deadline and heard from
@@ -88,13 +88,13 @@ local function waiter_from(waiters, terms, now, i)
     if not token then
       return nil
     end
-    local ttl, deadline, heard, mode, limit = parse_terms(redis.call('HGET', terms, token))
+    local ttl, deadline, heard, mode, limit, weight = parse_terms(redis.call('HGET', terms, token))
     if not ttl or deadline <= now then
       leave_queue(waiters, terms, token)
     elseif heard <= now then
       i = i + 1
     else
-      return token, ttl, deadline, mode, limit, i
+      return token, ttl, deadline, mode, limit, i, weight
     end
   end
 end
@@ -105,7 +105,7 @@ end
 
 -- Queues `token` (keeping its place if it is already queued, or, for an upgrade,
 -- ahead of everyone) until now + wait.
-local function join_queue(waiters, terms, token, ttl, wait, now, mode, limit)
+local function join_queue(waiters, terms, token, ttl, wait, now, mode, limit, weight)
   if not redis.call('ZSCORE', waiters, token) then
     if mode == 'u' then
       local first = redis.call('ZRANGE', waiters, 0, 0, 'WITHSCORES')[2]
@@ -119,6 +119,7 @@ local function join_queue(waiters, terms, token, ttl, wait, now, mode, limit)
   local text = ttl .. ' ' .. (now + wait) .. ' ' .. heard
   if mode and mode ~= 'w' then
     text = text .. ' ' .. mode .. (limit and (' ' .. limit) or '')
+      .. ((weight or 1) > 1 and (' ' .. weight) or '')
   end
   redis.call('HSET', terms, token, text)
   -- The queue lasts as long as its longest waiter.
@@ -131,28 +132,70 @@ end
 
 -- Shared holds (read locks, semaphore permits) are a sorted set of tokens, each
 -- scored with the moment its lease ends (server ms); the set itself expires with
--- its last lease.
+-- its last lease. A hold of several permits at once (a weight above 1) keeps its
+-- weight in <lock>:weights, which also keeps (under the field '') the sum of
+-- what the weights add to the set's count; a hold without an entry weighs 1.
 
--- How many shared holds are alive at `now`; those that ran out are dropped.
-local function live_holders(holders, now)
+-- Takes `token`'s weight off the sum, for a hold that leaves the set.
+local function unweigh(weights, token)
+  if weights and redis.call('EXISTS', weights) == 1 then
+    local w = tonumber(redis.call('HGET', weights, token))
+    if w then
+      redis.call('HDEL', weights, token)
+      if redis.call('HINCRBY', weights, '', 1 - w) <= 0 then
+        redis.call('DEL', weights)
+      end
+    end
+  end
+end
+
+-- Takes `token` out of the shared holds.
+local function drop_holder(holders, token, weights)
+  redis.call('ZREM', holders, token)
+  unweigh(weights, token)
+end
+
+-- How many shared holds (permits: their weights) are alive at `now`; those that
+-- ran out are dropped.
+local function live_holders(holders, now, weights)
   if not holders or redis.call('EXISTS', holders) == 0 then
     return 0
   end
+  if weights and redis.call('EXISTS', weights) == 1 then
+    for _, token in ipairs(redis.call('ZRANGEBYSCORE', holders, '-inf', now)) do
+      unweigh(weights, token)
+    end
+  end
   redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
-  return redis.call('ZCARD', holders)
+  local extra = weights and tonumber(redis.call('HGET', weights, '')) or 0
+  return redis.call('ZCARD', holders) + extra
 end
 
-local function keep_holders(holders, now)
+-- The set, and the weights beside it, last as long as the last lease in it.
+local function keep_holders(holders, now, weights)
   local last = tonumber(redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2])
   if last and last > now then
     redis.call('PEXPIRE', holders, last - now)
+    if weights then
+      redis.call('PEXPIRE', weights, last - now)
+    end
   end
 end
 
--- Gives `token` a shared hold until now + ttl.
-local function add_holder(holders, token, ttl, now)
-  redis.call('ZADD', holders, now + ttl, token)
-  keep_holders(holders, now)
+-- Records that `token`, new in the set, holds `weight` permits.
+local function weigh(weights, token, weight)
+  if weight > 1 then
+    redis.call('HSET', weights, token, weight)
+    redis.call('HINCRBY', weights, '', weight - 1)
+  end
+end
+
+-- Gives `token` a shared hold until now + ttl (of `weight` permits, when new).
+local function add_holder(holders, token, ttl, now, weights, weight)
+  if redis.call('ZADD', holders, now + ttl, token) == 1 then
+    weigh(weights, token, weight or 1)
+  end
+  keep_holders(holders, now, weights)
 end
 
 -- Wakes a waiter that was just granted what it waited for, with '<fence>:<body>'.
@@ -166,20 +209,21 @@ end
 -- served (see first_waiter): the lock alone to a writer when nobody holds it
 -- (with a fresh fence when fence_key is given, for its ttl; '<fence>:<payload()>'
 -- goes onto its wake-up list); with `holders`, shared holds to the consecutive
--- readers at the head, or permits while fewer than a waiter's limit are held.
--- It stops at the first waiter it cannot serve: later ones never overtake it.
+-- readers at the head, or permits while a waiter's weight still fits under its
+-- limit. It stops at the first waiter it cannot serve: later ones never overtake
+-- it (a large request at the head is not starved by small ones behind it).
 -- True when it handed anything. `now` (ms) may be nil: the clock is read only
 -- when someone queues.
-local function grant(lock, holders, waiters, terms, fence_key, payload, now)
+local function grant(lock, holders, waiters, terms, fence_key, payload, now, weights)
   if redis.call('EXISTS', waiters) == 0 or redis.call('EXISTS', lock) == 1 then
     return false
   end
   now = now or now_ms()
-  local live = live_holders(holders, now)
+  local live = live_holders(holders, now, weights)
   local handed = false
   local i = 0
   while true do
-    local token, ttl, deadline, mode, limit, at = waiter_from(waiters, terms, now, i)
+    local token, ttl, deadline, mode, limit, at, weight = waiter_from(waiters, terms, now, i)
     if not token then
       return handed
     end
@@ -205,13 +249,13 @@ local function grant(lock, holders, waiters, terms, fence_key, payload, now)
       redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
       wake_up(lock, token, deadline, now, fence .. ':' .. body)
       return true
-    elseif mode == 'p' and live >= (limit or 0) then
+    elseif mode == 'p' and live + weight > (limit or 0) then
       return handed
     else
       leave_queue(waiters, terms, token)
-      add_holder(holders, token, ttl, now)
+      add_holder(holders, token, ttl, now, weights, weight)
       wake_up(lock, token, deadline, now, '0:')
-      live = live + 1
+      live = live + weight
       handed = true
     end
     -- The next waiter now stands where this one stood.
@@ -244,7 +288,7 @@ end
 -- Lets go of `token`'s hold on a lock or semaphore: the lock alone, or a shared
 -- hold; what that frees goes to the waiters at the head of the queue (see
 -- grant). True when the token held something.
-local function let_go(lock, holders, waiters, terms, fence_key, token)
+local function let_go(lock, holders, waiters, terms, fence_key, token, weights)
   if owns(redis.call('GET', lock), token) then
     redis.call('DEL', lock)
   else
@@ -254,12 +298,12 @@ local function let_go(lock, holders, waiters, terms, fence_key, token)
     if not ends then
       return false
     end
-    redis.call('ZREM', holders, token)
+    drop_holder(holders, token, weights)
     if ends <= now_ms() then
       return false
     end
   end
-  grant(lock, holders, waiters, terms, fence_key, no_payload, nil)
+  grant(lock, holders, waiters, terms, fence_key, no_payload, nil, weights)
   return true
 end
 

@@ -1,6 +1,6 @@
 -- Model: tests/model/redis.rs, Script::refresh (one atomic step).
 -- Extend a lease (the lock alone, or a shared hold) if our token still has it.
--- KEYS[1] lock, KEYS[2] shared holds
+-- KEYS[1] lock, KEYS[2] shared holds, KEYS[3] their weights
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] 'at_least' for the watchdog's
 -- renewals, which never shorten a lease: one that overtakes the holder's own
 -- refresh (sent on another link) cannot cut it back. Without it the expiry is
@@ -24,5 +24,5 @@ end
 if at_least then
   ttl = math.max(ttl, ends - now)
 end
-add_holder(KEYS[2], ARGV[1], ttl, now)
+add_holder(KEYS[2], ARGV[1], ttl, now, KEYS[3])
 return 1
