@@ -23,9 +23,9 @@
  *       guarded resource on the control Redis (fenced / OVERLAP detection in Lua),
  *       3 ms of work, exit, release; every step stamped with hrtime(true);
  *   read/write and semaphore requests (app/shared.php), on one read/write lock and
- *       one semaphore (limit 2) per wait_replicas value: reads, writes (fenced),
+ *       one semaphore (limit 3) per wait_replicas value: reads, writes (fenced),
  *       upgrades (a read, then acquire()), downgrades (a write, then acquireRead())
- *       and permits, each entering its own guarded resource as what it holds (a
+ *       and 1 or 2 permits at once, each entering its own guarded resource as what it holds (a
  *       writer beside anyone, a reader beside a writer, a permit beyond the limit,
  *       a writer's fence not above the last: each logged with its time).
  *
@@ -71,7 +71,7 @@ const MX_WORKERS = 6;               // per pool: one pool per wait_replicas valu
 const MX_CONCURRENCY = 10;          // requests in flight per pool
 const MX_SESSIONS = 3;             // sessions per form and wait_replicas value
 const MX_LOCKS = 2;                // lock names per wait_replicas value
-const MX_SEM_LIMIT = 2;            // the semaphore's permits (one read/write lock and one semaphore per wait_replicas value)
+const MX_SEM_LIMIT = 3;            // the semaphore's permits (one read/write lock and one semaphore per wait_replicas value), taken 1 or 2 at once
 // The read/write lock's requests, in turn: readers, writers, upgrades and downgrades.
 const MX_RW_SHAPES = ['read', 'write', 'read', 'up', 'read', 'down'];
 const MX_SWITCH_BOUND = 0.5;       // s after the announcement
@@ -214,7 +214,7 @@ function mx_run_cell(int $id, int $run, array $o): array
                     $shape = $kind === 'sem' ? 'permit' : MX_RW_SHAPES[$k % count(MX_RW_SHAPES)];
                     return [FcgiClient::params(__DIR__ . '/app/shared.php',
                         ['shape' => $shape, 'name' => $name, 'rid' => $rid, 'ttl' => MX_LOCK_TTL, 'wait' => MX_LOCK_WAIT,
-                            'res' => "res:$name", 'work_us' => MX_WORK_US, 'limit' => MX_SEM_LIMIT]
+                            'res' => "res:$name", 'work_us' => MX_WORK_US, 'limit' => MX_SEM_LIMIT, 'permits' => 1 + $k % 2]
                             + ($o['plant'] !== '' && intdiv($k, count(MX_RW_SHAPES)) % 3 === 0 ? ['plant' => $o['plant']] : []),
                         ['RL_DSN' => $lockDsn, 'RL_CTL_PORT' => $ctl['port']]),
                         ['kind' => 'shared', 'shape' => $shape, 'w' => $w, 'name' => $name]];

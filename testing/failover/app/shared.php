@@ -6,13 +6,13 @@
  * leave, release. Replies with one JSON object of every step's outcome and
  * hrtime(true) timestamps (CLOCK_MONOTONIC, comparable across processes).
  *
- *   shared.php?shape=S&name=N&rid=R&ttl=S&wait=S&res=KEY&work_us=U[&limit=L]
+ *   shared.php?shape=S&name=N&rid=R&ttl=S&wait=S&res=KEY&work_us=U[&limit=L&permits=P]
  *   FastCGI params: RL_DSN, RL_CTL_PORT
  *
  * Shapes: read (acquireRead), write (acquire, with its fencing token), up (a
  * read, then acquire() on it: an upgrade, with a fresh fencing token; refused
  * or timed out, it leaves as the reader it was), down (a write, then
- * acquireRead() on it: a downgrade), permit (a DistributedSemaphore of `limit`).
+ * acquireRead() on it: a downgrade), permit (`permits` at once of a DistributedSemaphore of `limit`).
  *
  * The guarded resource `res` (a hash, and lists res:violations and res:fenced)
  * is updated by one Lua script per step, so each check is atomic whatever the
@@ -27,7 +27,8 @@ require_once __DIR__ . '/../../../php-tests/inc/redis.inc';
 
 const RESOURCE = <<<'LUA'
 -- KEYS[1] the resource, KEYS[2] its violations, KEYS[3] its fenced entries
--- ARGV[1] the step, ARGV[2] who, ARGV[3] hrtime now, ARGV[4] fence (writers) or limit (permits)
+-- ARGV[1] the step, ARGV[2] who, ARGV[3] hrtime now, ARGV[4] fence (writers) or limit (permits),
+-- ARGV[5] how many permits (default 1)
 local res, act, who, t, n = KEYS[1], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local function get(f) return tonumber(redis.call('HGET', res, f) or '0') end
 local r, w, p = get('readers'), get('writers'), get('permits')
@@ -59,10 +60,11 @@ elseif act == 'leave_w' then
 elseif act == 'w2r' then
   w, r = w - 1, r + 1
 elseif act == 'enter_p' then
-  if p >= n then bad('a permit holder entered beyond the limit of ' .. n) end
-  p = p + 1
+  local w = tonumber(ARGV[5]) or 1
+  if p + w > n then bad('a holder of ' .. w .. ' permits entered beyond the limit of ' .. n) end
+  p = p + w
 elseif act == 'leave_p' then
-  p = p - 1
+  p = p - (tonumber(ARGV[5]) or 1)
 end
 redis.call('HSET', res, 'readers', r, 'writers', w, 'permits', p)
 return 1
@@ -81,15 +83,16 @@ $res = (string) ($_GET['res'] ?? '');
 $ttl = (float) ($_GET['ttl'] ?? 3.0);
 $wait = (float) ($_GET['wait'] ?? 2.0);
 $limit = (int) ($_GET['limit'] ?? 2);
+$permits = (int) ($_GET['permits'] ?? 1);
 $out = ['kind' => 'shared', 'shape' => $shape, 'rid' => (int) $rid, 'pid' => getmypid(), 'acquired' => null,
     'converted' => null, 'entered' => null, 'released' => null, 'exception' => null, 'step' => 'construct'];
 $ctl = null;
 $inside = null; // what we are recorded inside the resource as, so that an exception still leaves
 
 /** Records step $act of this request in the resource; false when a writer's fence was refused. */
-$record = static function (string $act, int $n = 0) use (&$ctl, $res, $rid): bool {
+$record = static function (string $act, int $n = 0) use (&$ctl, $res, $rid, $permits): bool {
     return $ctl->cmd('EVAL', RESOURCE, 3, $res, "$res:violations", "$res:fenced", $act, "#$rid",
-        (string) hrtime(true), (string) $n) === 1;
+        (string) hrtime(true), (string) $n, (string) $permits) === 1;
 };
 $work = static fn() => usleep((int) ($_GET['work_us'] ?? 3000));
 
@@ -104,6 +107,7 @@ try {
     $unheld = ($_GET['plant'] ?? '') === 'unheld' && $shape === 'write';
     $out['acquired'] = $unheld || match ($shape) {
         'read', 'up' => $obj->acquireRead($wait),
+        'permit' => $obj->acquire($wait, $permits),
         default => $obj->acquire($wait),
     };
     $out['t_acq'] = hrtime(true);
