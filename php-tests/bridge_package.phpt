@@ -1,5 +1,5 @@
 --TEST--
-Bridge, the package: bridge/composer.json names the package, requires ext-redis_lease, declares Laravel 10-12 and Symfony 6.4-7.x (Lock and Semaphore), maps RedisLease\Bridge\ to src/ (every file there is the class its path names) and lists the Laravel provider; the classes implement the frameworks' interfaces with the signatures of both the tested (Laravel 8.83, Symfony 5.4) and the declared versions
+Bridge, the package: bridge/composer.json names the package, requires ext-redis_lease, declares the Laravel and Symfony versions run here (Laravel 8.83, 10.48, 13.31; Symfony 5.4, 6.4, 7.4, 8.1, each with the later minors of its major) and Laravel 11-12, checked by signatures, maps RedisLease\Bridge\ to src/ (every file there is the class its path names) and lists the Laravel provider; the classes implement the frameworks' interfaces with the signatures of both the tested (Laravel 8.83, Symfony 5.4) and the declared versions
 --SKIPIF--
 <?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --FILE--
@@ -13,8 +13,12 @@ $composer = json_decode(file_get_contents(BR_BRIDGE . '/composer.json'), true, 5
 rl_same('name', 'redis-lease/bridge', $composer['name'] ?? null);
 rl_same('requires the extension', '*', $composer['require']['ext-redis_lease'] ?? null);
 rl_same('PSR-4: RedisLease\\Bridge\\ -> src/', ['RedisLease\\Bridge\\' => 'src/'], $composer['autoload']['psr-4'] ?? null);
-rl_same('Laravel 10-12 declared (older and newer refused)', '<10.0 || >=13.0', $composer['conflict']['laravel/framework'] ?? null);
-rl_same('Symfony 6.4-7.x declared (older and newer refused)', '<6.4 || >=8.0', $composer['conflict']['symfony/lock'] ?? null);
+rl_same('Laravel: 8.83+, 10.48+, 11, 12, 13.31+ declared (9, older minors and 14 refused)', '<8.83 || >=9.0 <10.48 || >=13.0 <13.31 || >=14.0',
+    $composer['conflict']['laravel/framework'] ?? null);
+rl_same('... for illuminate/cache and illuminate/session as for laravel/framework', [$composer['conflict']['laravel/framework'] ?? null, $composer['conflict']['laravel/framework'] ?? null],
+    [$composer['conflict']['illuminate/cache'] ?? null, $composer['conflict']['illuminate/session'] ?? null]);
+rl_same('Symfony: 5.4, 6.4, 7.4, 8.1+ declared (7.0-7.3, 8.0 and 9 refused)', '<5.4 || >=6.0 <6.4 || >=7.0 <7.4 || >=8.0 <8.1 || >=9.0',
+    $composer['conflict']['symfony/lock'] ?? null);
 rl_same('... for Symfony Semaphore as for Lock', [$composer['conflict']['symfony/lock'] ?? null, substr($composer['suggest']['symfony/lock'] ?? '', 0, 15)],
     [$composer['conflict']['symfony/semaphore'] ?? null, substr($composer['suggest']['symfony/semaphore'] ?? '', 0, 15)]);
 
@@ -35,12 +39,23 @@ foreach ($files as $file) {
     $classes[$file->getRealPath()] = 'RedisLease\\Bridge\\' . str_replace('/', '\\', substr($file->getPathname(), strlen(BR_BRIDGE . '/src/'), -4));
 }
 asort($classes);
+// Cache::funnel()'s classes extend Laravel 12.53's: with an older Laravel they cannot load, and their
+// file is read instead.
+$funnel = class_exists(Illuminate\Cache\Limiters\ConcurrencyLimiter::class);
 foreach ($classes as $path => $class) {
+    if (!$funnel && str_contains($class, '\\Limiters\\')) {
+        $src = file_get_contents($path);
+        $declared = preg_match('/^namespace ([^;]+);/m', $src, $ns) && preg_match('/^class (\w+)/m', $src, $cl) ? "$ns[1]\\$cl[1]" : null;
+        rl_same("src/ file declares $class", $class, $declared);
+        continue;
+    }
     rl_ok("src/ file declares $class", class_exists($class) && (new ReflectionClass($class))->getFileName() === $path);
 }
 $classes = array_values($classes);
-rl_same('the classes', ['RedisLease\\Bridge\\Laravel\\LeaseLock', 'RedisLease\\Bridge\\Laravel\\LeaseStore',
-    'RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', 'RedisLease\\Bridge\\Symfony\\LeaseSemaphoreStore',
+rl_same('the classes', ['RedisLease\\Bridge\\Laravel\\CacheFormatSessionHandler', 'RedisLease\\Bridge\\Laravel\\LeaseLock',
+    'RedisLease\\Bridge\\Laravel\\LeaseRepository',
+    'RedisLease\\Bridge\\Laravel\\LeaseStore', 'RedisLease\\Bridge\\Laravel\\Limiters\\LeaseLimiter',
+    'RedisLease\\Bridge\\Laravel\\Limiters\\LeaseLimiterBuilder', 'RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', 'RedisLease\\Bridge\\Symfony\\LeaseSemaphoreStore',
     'RedisLease\\Bridge\\Symfony\\LeaseStore'], $classes);
 rl_same('extra.laravel.providers: the provider', ['RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider'], $composer['extra']['laravel']['providers'] ?? null);
 rl_ok('... a ServiceProvider', is_subclass_of('RedisLease\\Bridge\\Laravel\\RedisLeaseServiceProvider', Illuminate\Support\ServiceProvider::class));
@@ -109,11 +124,16 @@ echo "done\n";
 ok: name
 ok: requires the extension
 ok: PSR-4: RedisLease\Bridge\ -> src/
-ok: Laravel 10-12 declared (older and newer refused)
-ok: Symfony 6.4-7.x declared (older and newer refused)
+ok: Laravel: 8.83+, 10.48+, 11, 12, 13.31+ declared (9, older minors and 14 refused)
+ok: ... for illuminate/cache and illuminate/session as for laravel/framework
+ok: Symfony: 5.4, 6.4, 7.4, 8.1+ declared (7.0-7.3, 8.0 and 9 refused)
 ok: ... for Symfony Semaphore as for Lock
+ok: src/ file declares RedisLease\Bridge\Laravel\CacheFormatSessionHandler
 ok: src/ file declares RedisLease\Bridge\Laravel\LeaseLock
+ok: src/ file declares RedisLease\Bridge\Laravel\LeaseRepository
 ok: src/ file declares RedisLease\Bridge\Laravel\LeaseStore
+ok: src/ file declares RedisLease\Bridge\Laravel\Limiters\LeaseLimiter
+ok: src/ file declares RedisLease\Bridge\Laravel\Limiters\LeaseLimiterBuilder
 ok: src/ file declares RedisLease\Bridge\Laravel\RedisLeaseServiceProvider
 ok: src/ file declares RedisLease\Bridge\Symfony\LeaseSemaphoreStore
 ok: src/ file declares RedisLease\Bridge\Symfony\LeaseStore

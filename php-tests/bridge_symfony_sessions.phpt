@@ -1,5 +1,5 @@
 --TEST--
-Bridge, Symfony sessions under php-fpm (Debian's Symfony 5.4, SessionListener and NativeSessionStorage as FrameworkBundle wires them): the seeds' race keeps 100 of 100 keys with handler_id null + session.save_handler = redis_lease and with a RedisLockingSessionHandler service (Symfony's RedisSessionHandler and NativeFileSessionHandler are run beside them and their counts printed); login (migrate(true)), logout (invalidate()) and an early save keep what they should and answer 200
+Bridge, Symfony sessions under php-fpm (Debian's Symfony 5.4, SessionListener and NativeSessionStorage as FrameworkBundle wires them): the seeds' race keeps 100 of 100 keys with handler_id null + session.save_handler = redis_lease and with a RedisLockingSessionHandler service (Symfony's RedisSessionHandler and NativeFileSessionHandler are run beside them and their counts printed); a rolling deploy from RedisSessionHandler shares its sessions (prefix sf_s); login (migrate(true)), logout (invalidate()) and an early save keep what they should and answer 200
 --SKIPIF--
 <?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --CONFLICTS--
@@ -89,6 +89,18 @@ foreach (['redis' => 'Symfony\'s RedisSessionHandler (phpredis)', 'file' => 'Sym
         rl_same("$label, round $round: every request answered 200", [], br_broken($rs));
     }
 }
+
+// A rolling deploy from RedisSessionHandler: with its key prefix ("sf_s"), the handler service reads and
+// writes the same keys in the same format, so requests alternating between old and new workers see
+// every earlier write.
+$sid = new_session($pool, $env('redis'), 'rolling deploy');
+$seen = [];
+for ($i = 1; $i <= 20; $i++) {
+    $seen[] = br_json($pool, br_symfony_req($env($i % 2 ? 'object-sf' : 'redis'), '/add', ['key' => "k$i"], $sid), "rolling deploy, request $i")['count_before'] ?? null;
+}
+rl_same('rolling deploy: 20 requests alternating RedisSessionHandler and the handler with prefix sf_s each saw every earlier write',
+    range(0, 19), $seen);
+rl_same('... one data key, RedisSessionHandler\'s', ["sf_s$sid"], $raw->cmd('KEYS', "*$sid"));
 echo "done\n";
 ?>
 --EXPECTF--
@@ -135,4 +147,6 @@ info: Symfony, Symfony's NativeFileSessionHandler (flock), round 1: %d of 100 ke
 ok: Symfony's NativeFileSessionHandler (flock), round 1: every request answered 200
 info: Symfony, Symfony's NativeFileSessionHandler (flock), round 2: %d of 100 keys kept, %f s
 ok: Symfony's NativeFileSessionHandler (flock), round 2: every request answered 200
+ok: rolling deploy: 20 requests alternating RedisSessionHandler and the handler with prefix sf_s each saw every earlier write
+ok: ... one data key, RedisSessionHandler's
 done

@@ -19,6 +19,15 @@
 # A cell's name is checked against what its chroot runs: when a suite moves on, the cell fails until
 # its name here is updated, so a name never claims a version that was not tested.
 #
+# The newest frameworks: cell php8.4+redis8.0 also runs the bridge tests (php-tests/bridge_*.phpt) on
+# Debian's newest Laravel and Symfony, which trixie does not have: "sid" (Laravel 13, Symfony 7.4, as
+# sid serves them) and "experimental" (the same with experimental's Symfony 8). They are pure PHP:
+# their packages and dependencies (Architecture: all, as apt would install them) are unpacked into
+# trees of their own, and each tree is bind-mounted over the chroot's /usr/share/php for its pass (the
+# chroot's PHP 8.4, phpredis and extensions stay). Beside them, the store test cases of Symfony's
+# source that its packages do not ship (Lock's test traits, Semaphore's AbstractStoreTestCase), from
+# Debian's source tarball, checked against its Sources index. Cached in $CELLS_CACHE/frameworks-<hash>.
+#
 # Chroots are cached in $CELLS_CACHE (default /var/cache/redis_lease/cells), one per suite, under a
 # name that carries a hash of its recipe (suite, packages, the steps after debootstrap): changing the
 # recipe makes a new chroot, and the old one is deleted once the new one is ready. A fresh machine makes
@@ -201,6 +210,9 @@ enter_root() {
     if [[ -n ${CELLS_BIND_REPO:-} ]]; then
         mnt "$dir/repo" --bind "$CELLS_BIND_REPO" && mount -o remount,bind,ro "$dir/repo" || return 1
     fi
+    if [[ -n ${CELLS_FRAMEWORKS:-} ]]; then
+        mnt "$dir/frameworks" --bind "$CELLS_FRAMEWORKS" && mount -o remount,bind,ro "$dir/frameworks" || return 1
+    fi
     # The host's name resolution (debootstrap writes no /etc/hosts: the TLS tests connect to "localhost").
     cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null
     cp /etc/hosts "$dir/etc/hosts" || return 1
@@ -291,6 +303,101 @@ install_host_tools() {
     apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
 }
 
+# ---------------------------------------------------------------- the newest frameworks
+
+frameworks_cell=php8.4+redis8.0
+framework_trees=(sid experimental)
+framework_packages=(php-laravel-framework php-symfony-lock php-symfony-semaphore php-symfony-http-foundation
+    php-symfony-http-kernel phpunit)
+# Symfony's source as Debian's mirror serves it (bookworm's 5.4: the mirror keeps no newer tarball).
+symfony_source=5.4.53+dfsg
+
+frameworks_key() {
+    { declare -p framework_trees framework_packages symfony_source apt_opts; declare -f make_frameworks tree_prefs; } |
+        sha256sum | cut -c1-12
+}
+
+frameworks_dir() { echo "$cache/frameworks-$(frameworks_key)"; }
+
+# apt preferences of a tree: experimental's Symfony over sid's, for every php-symfony-* package.
+tree_prefs() {
+    case $1 in
+        sid) : ;;
+        experimental) printf 'Package: php-symfony-*\nPin: release a=experimental\nPin-Priority: 990\n' ;;
+    esac
+}
+
+# Makes $1 (a new directory): one tree per framework_trees entry, and store-tests/. Uses the host's apt
+# with a configuration and state of its own (nothing on the host changes).
+make_frameworks() {
+    local out=$1 apt_dir=$1/.apt tree i
+    mkdir -p "$apt_dir/state/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/debs" || return 1
+    : >"$apt_dir/state/status"
+    printf 'deb %s sid main\ndeb %s experimental main\ndeb-src %s bookworm main\n' "$mirror" "$mirror" "$mirror" \
+        >"$apt_dir/sources.list"
+    local apt=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+        -o "Dir::State=$apt_dir/state" -o "Dir::State::status=$apt_dir/state/status"
+        -o "Dir::Cache=$apt_dir/cache" -o APT::Architecture=amd64 -o Dir::Etc::PreferencesParts=/dev/null
+        -o APT::Sandbox::User=root "${apt_opts[@]}")
+    for i in 1 2 3; do
+        apt-get "${apt[@]}" -o Dir::Etc::Preferences=/dev/null update && break
+        ((i < 3)) || return 1
+        sleep $((i * 10)) # a pause before asking the mirror again, not a synchronisation
+    done
+    for tree in "${framework_trees[@]}"; do
+        tree_prefs "$tree" >"$apt_dir/prefs-$tree"
+        local inst p
+        # What apt would install on an empty system, Architecture: all only (the PHP code).
+        inst=$(apt-get "${apt[@]}" -o "Dir::Etc::Preferences=$apt_dir/prefs-$tree" -s install "${framework_packages[@]}" |
+            sed -n 's/^Inst \([^ ]*\) (\([^ ]*\) .*\[all\])$/\1=\2/p') || return 1
+        [[ -n $inst ]] || { echo "cells: apt chose no packages for the $tree frameworks" >&2; return 1; }
+        rm -f "$apt_dir"/debs/*.deb
+        # shellcheck disable=SC2086 # one package=version per word
+        (cd "$apt_dir/debs" && apt-get "${apt[@]}" -q download $inst) || return 1
+        mkdir -p "$out/$tree"
+        for p in "$apt_dir"/debs/*.deb; do
+            dpkg-deb -x "$p" "$out/$tree" || return 1
+        done
+        tr ' ' '\n' <<<"$inst" | sort >"$out/$tree/PACKAGES"
+    done
+    # Symfony's store test cases, from the source tarball whose sha256 bookworm's Sources index gives.
+    local tarball=symfony_$symfony_source.orig.tar.xz sum
+    sum=$(apt-cache "${apt[@]}" showsrc symfony | awk -v f="$tarball" '$3 == f && length($1) == 64 { print $1; exit }')
+    [[ -n $sum ]] || { echo "cells: no sha256 for $tarball in bookworm's Sources" >&2; return 1; }
+    wget --no-verbose --tries=3 --timeout=30 -O "$apt_dir/$tarball" "$mirror/pool/main/s/symfony/$tarball" || return 1
+    echo "$sum  $apt_dir/$tarball" | sha256sum --check --quiet || { echo "cells: $tarball: sha256 mismatch" >&2; return 1; }
+    mkdir -p "$out/store-tests" &&
+        tar -xJf "$apt_dir/$tarball" -C "$out/store-tests" --strip-components=4 --wildcards \
+            '*/src/Symfony/Component/Lock/Tests/Store/*TestTrait.php' \
+            '*/src/Symfony/Component/Semaphore/Tests/Store/AbstractStoreTestCase.php' || return 1
+    rm -rf "$apt_dir"
+}
+
+ensure_frameworks() {
+    local dir lock
+    dir=$(frameworks_dir)
+    mkdir -p "$cache"
+    exec {lock}>"$cache/frameworks.lock"
+    flock "$lock"
+    if [[ ! -f $dir/.ready ]]; then
+        local t0=$SECONDS new=$dir.new old
+        log "fetching the newest frameworks (${framework_trees[*]}) into $dir"
+        rm -rf "$new"
+        if check_mirror sid && make_frameworks "$new" && touch "$new/.ready" && rm -rf "$dir" && mv "$new" "$dir"; then
+            log "newest frameworks ready in $((SECONDS - t0)) s ($(du -sh "$dir" | cut -f1))"
+            for old in "$cache"/frameworks-*; do
+                [[ $old != "$dir" && -d $old ]] && rm -rf "$old"
+            done
+        else
+            rm -rf "$new"
+            echo "cells: could not fetch the newest frameworks" >&2
+            exec {lock}>&-
+            return 1
+        fi
+    fi
+    exec {lock}>&-
+}
+
 # ---------------------------------------------------------------- building and testing
 
 # Inside the chroot: build the extension and the core's tests of /build/src into /build/target.
@@ -352,6 +459,26 @@ test_in_root() {
     PHPT_COUNTS_FILE=$counts bash scripts/run-phpt.sh /build/target/release/libredis_lease.so
     read -r pp pf <"$counts" || { pp=0; pf=1; }
     if ((pp == 0 && pf == 0)); then pf=1; fi
+
+    # The bridge tests again on each tree of the newest frameworks (see the top of scripts/cells.sh),
+    # bind-mounted over /usr/share/php in a mount namespace of the pass's own.
+    local tree fp ff
+    for tree in ${frameworks_trees_in_root:-}; do
+        local versions
+        versions="Laravel $(sed -n "s/.*const VERSION = '\(.*\)';/\1/p" "/frameworks/$tree/usr/share/php/Illuminate/Foundation/Application.php")"
+        versions+=", Symfony $(sed -n 's/^php-symfony-lock=\([^+]*\).*/\1/p' "/frameworks/$tree/PACKAGES")"
+        versions+=", PHPUnit $(sed -n 's/^phpunit=\([^+]*\).*/\1/p' "/frameworks/$tree/PACKAGES")"
+        echo "cell $cell: the bridge tests on the $tree frameworks ($versions)"
+        rm -f "$counts"
+        unshare --mount -- bash -c 'mount --bind "/frameworks/$1/usr/share/php" /usr/share/php && shift && exec "$@"' _ "$tree" \
+            env RL_FRAMEWORKS="$tree" SYMFONY_STORE_TESTS=/frameworks/store-tests PHPT_TESTS='bridge_*.phpt' \
+            PHPT_COUNTS_FILE=$counts bash scripts/run-phpt.sh /build/target/release/libredis_lease.so
+        read -r fp ff <"$counts" || { fp=0; ff=1; }
+        if ((fp == 0 && ff == 0)); then ff=1; fi
+        echo "cell $cell: the bridge tests on the $tree frameworks ($versions): $fp passed, $ff failed"
+        pp=$((pp + fp))
+        pf=$((pf + ff))
+    done
     echo "$cp $cf $pp $pf" >"/build/counts-$cell"
 }
 
@@ -430,7 +557,18 @@ run_cells() {
         t0=$SECONDS
         log "testing cell $cell"
         rm -f "$dir/build/counts-$cell"
-        in_root "$dir" bash -c "$(declare -f use_server test_in_root); test_in_root $cell $(cell_server "$cell")"
+        local fw_dir='' fw_trees=''
+        if [[ $cell == "$frameworks_cell" ]]; then
+            if ensure_frameworks; then
+                fw_dir=$(frameworks_dir)
+                fw_trees=${framework_trees[*]}
+            else
+                summary+=("cell $cell: NOT RUN: the bridge tests on the newest frameworks (could not fetch them) (1 failed)")
+                failed=$((failed + 1))
+            fi
+        fi
+        CELLS_FRAMEWORKS=$fw_dir in_root "$dir" bash -c "$(declare -f use_server test_in_root)
+            frameworks_trees_in_root='$fw_trees' test_in_root $cell $(cell_server "$cell")"
         timings+=("tests of $cell: $((SECONDS - t0)) s")
         local cp=0 cf=1 pp=0 pf=1
         if [[ -s $dir/build/counts-$cell ]]; then
@@ -465,6 +603,9 @@ prepare() {
         local t0=$SECONDS
         if ensure_root "$root"; then log "chroot $root ready ($((SECONDS - t0)) s)"; else status=1; fi
     done
+    if [[ " ${cells[*]} " == *" $frameworks_cell "* ]]; then
+        ensure_frameworks || status=1
+    fi
     return "$status"
 }
 

@@ -3,6 +3,7 @@
 #
 #   scripts/run-phpt.sh [path/to/libredis_lease.so]
 #
+# PHPT_TESTS (file names in php-tests/, globs allowed, space-separated) runs those only.
 # Prints run-tests' own report (with diffs of failures), then a final line
 #   PHPT: N passed, N failed
 # If PHPT_COUNTS_FILE is set, "passed failed" is also written there.
@@ -16,6 +17,16 @@ so="${1:-$repo_root/target/release/libredis_lease.so}"
 # php8.x-dev ships run-tests.php beside the extension directory (/usr/lib/php/<api>/build).
 run_tests="${RUN_TESTS_PHP:-$(php-config --extension-dir 2>/dev/null)/build/run-tests.php}"
 tests_dir="$repo_root/php-tests"
+if [ -n "${PHPT_TESTS:-}" ]; then
+    tests=()
+    for t in $PHPT_TESTS; do
+        for f in "$tests_dir"/$t; do
+            [ -f "$f" ] && tests+=("$f")
+        done
+    done
+else
+    tests=("$tests_dir")
+fi
 
 report() {
     # $1 passed, $2 failed
@@ -24,6 +35,12 @@ report() {
         echo "$1 $2" > "$PHPT_COUNTS_FILE"
     fi
 }
+
+if [ "${#tests[@]}" -eq 0 ]; then
+    echo "run-phpt: PHPT_TESTS ($PHPT_TESTS) names no test in $tests_dir" >&2
+    report 0 1
+    exit 1
+fi
 
 php_bin="$(command -v php || true)"
 if [ -z "$php_bin" ]; then
@@ -74,7 +91,7 @@ unset TEST_PHP_ARGS || true
     -n -d "extension=$so" \
     -q --no-color --no-progress --show-diff --show-slow 5000 -j2 \
     -W "$results" \
-    "$tests_dir"
+    "${tests[@]}"
 rt_status=$?
 
 # -W lines look like "PASSED<TAB>/abs/path/test.phpt".
@@ -89,7 +106,7 @@ while IFS=$'\t' read -r status file; do
 done < "$results"
 
 # A test that crashed a worker never reports; count it as failed.
-expected="$(find "$tests_dir" -name '*.phpt' | wc -l)"
+expected="$(find "${tests[@]}" -name '*.phpt' | wc -l)"
 reported="$(wc -l < "$results")"
 if [ "$reported" -lt "$expected" ]; then
     missing=$((expected - reported))

@@ -155,7 +155,7 @@ class LeaseLock extends Lock
     /**
      * Whether anyone holds the lock now (Laravel 13's isLocked()), without taking it. One read of Redis.
      */
-    public function isLocked()
+    public function isLocked(): bool
     {
         return DistributedLock::isLocked($this->name, $this->dsn);
     }

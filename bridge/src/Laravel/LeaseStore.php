@@ -84,6 +84,12 @@ class LeaseStore implements Store, LockProvider
             : new DistributedSemaphore($this->prefix . $name, $limit, $this->renewTtl, $this->dsn, true);
     }
 
+    /** Seconds a lock (or permit) asked for with no expiry lives when nothing renews it. */
+    public function unboundedTtl(): float
+    {
+        return $this->unboundedTtl;
+    }
+
     public function getPrefix()
     {
         return $this->prefix;

@@ -3,8 +3,10 @@
 namespace RedisLease\Bridge\Laravel;
 
 use Illuminate\Cache\CacheManager;
+use Illuminate\Cache\RedisStore;
 use Illuminate\Session\SessionManager;
 use Illuminate\Support\ServiceProvider;
+use InvalidArgumentException;
 use RedisLockingSessionHandler;
 
 /**
@@ -16,17 +18,45 @@ use RedisLockingSessionHandler;
  *     optional: 'prefix' (default: cache.prefix), 'unbounded_ttl' (86400), 'renew_ttl' (10).
  * config/session.php:
  *     'driver' => 'redis_lease', 'dsn' => env('REDIS_LEASE_DSN'),
- *     optional: 'redis_lease' => [handler options: lock_wait, on_lock_timeout, max_waiters, prefix, ...].
+ *     optional: 'redis_lease' => [handler options: lock_wait, on_lock_timeout, max_waiters, prefix, ...];
+ *     'lease_compat' => 'redis': sessions kept where and as Laravel's `redis` driver keeps them (its
+ *     keys, its format), so both drivers share them during a rolling deploy (CacheFormatSessionHandler).
  * A null DSN means the ini setting redis_lease.dsn.
  */
 class RedisLeaseServiceProvider extends ServiceProvider
 {
+    /**
+     * The key prefix of Laravel's `redis` session driver, as it makes it: the `redis` cache store's
+     * prefix (or session.prefix) after its connection's (session.connection) client prefix.
+     * Public for the driver's closure, which Laravel 13 binds to the SessionManager.
+     *
+     * @internal
+     */
+    public static function redisDriverPrefix($app): string
+    {
+        $config = $app['config'];
+        $store = clone $app['cache']->store('redis')->getStore();
+        if (!$store instanceof RedisStore) {
+            throw new InvalidArgumentException("session.lease_compat 'redis': the cache store 'redis' is not a Redis store");
+        }
+        if ($prefix = $config->get('session.prefix')) {
+            $store->setPrefix($prefix);
+        }
+        $store->setConnection($config->get('session.connection'));
+        $client = $store->connection()->client();
+        if (!$client instanceof \Redis) {
+            throw new InvalidArgumentException("session.lease_compat 'redis' reads the key prefix from a phpredis "
+                . "connection; with another client, set session.redis_lease.prefix to the driver's key prefix");
+        }
+        return (string) $client->getOption(\Redis::OPT_PREFIX) . $store->getPrefix();
+    }
+
     public function register()
     {
         // On whichever comes first, this provider or the managers: both may be made early.
         $this->callAfterResolving('cache', function (CacheManager $cache): void {
             $cache->extend('redis_lease', function ($app, array $config) {
-                // Bound to the CacheManager: $this->repository() gives the store Laravel's events.
+                // Bound to the CacheManager (its setEventDispatcher() gives the store Laravel's events).
                 $values = $config['values'] ?? null;
                 $prefix = $config['prefix'] ?? $app['config']->get('cache.prefix');
                 $store = new LeaseStore(
@@ -37,7 +67,12 @@ class RedisLeaseServiceProvider extends ServiceProvider
                     (float) ($config['renew_ttl'] ?? 10),
                     $values === null ? null : fn () => $this->store($values)->getStore(),
                 );
-                return $this->repository($store, $config);
+                // As $this->repository() makes it, with Cache::funnel() on the store's semaphore.
+                $repository = new LeaseRepository($store, array_intersect_key($config, ['store' => true]));
+                if ($config['events'] ?? true) {
+                    $this->setEventDispatcher($repository);
+                }
+                return $repository;
             });
         });
 
@@ -45,10 +80,16 @@ class RedisLeaseServiceProvider extends ServiceProvider
             $sessions->extend('redis_lease', static function ($app) {
                 $config = $app['config'];
                 // Laravel's session lifetime is in minutes; the handler's ttl option in seconds.
-                return new RedisLockingSessionHandler(
-                    $config->get('session.dsn'),
-                    ['ttl' => (int) $config->get('session.lifetime', 120) * 60] + (array) $config->get('session.redis_lease', []),
-                );
+                $options = ['ttl' => (int) $config->get('session.lifetime', 120) * 60] + (array) $config->get('session.redis_lease', []);
+                $compat = $config->get('session.lease_compat');
+                if ($compat === null) {
+                    return new RedisLockingSessionHandler($config->get('session.dsn'), $options);
+                }
+                if ($compat !== 'redis') {
+                    throw new InvalidArgumentException("session.lease_compat: 'redis' or null, got " . var_export($compat, true));
+                }
+                $options['prefix'] ??= RedisLeaseServiceProvider::redisDriverPrefix($app);
+                return new CacheFormatSessionHandler(new RedisLockingSessionHandler($config->get('session.dsn'), $options));
             });
         });
     }

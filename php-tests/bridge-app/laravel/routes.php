@@ -95,3 +95,18 @@ Route::get('/blocked', function (Request $r) {
     $r->session()->put((string) $r->query('key'), 1);
     return ['id' => $r->session()->getId()];
 })->block(10, 20);
+// Cache::funnel() (Laravel 12.53+) on `store`: at most `limit` requests inside at once. Inside, each
+// counts itself in and out of a Redis counter (its own connection), so the test sees how many were
+// inside together.
+Route::get('/lock/funnel', function (Request $r) {
+    $redis = new \Redis();
+    $redis->connect('127.0.0.1', (int) env('APP_REDIS_PORT'));
+    $counter = 'funnel-inside:' . $r->query('store');
+    return Cache::store((string) $r->query('store'))->funnel('hammer')->limit((int) $r->query('limit'))
+        ->releaseAfter(30)->block(60)->then(function () use ($redis, $counter, $r) {
+            $inside = $redis->incr($counter);
+            usleep((int) $r->query('work_ms') * 1000); // the request's work, not synchronization
+            $redis->decr($counter);
+            return ['inside' => $inside, 'pid' => getmypid()];
+        });
+});

@@ -9,6 +9,7 @@
  *   native - handler_id: null: PHP's own session module, i.e. session.save_handler = redis_lease from
  *            the pool's php.ini (the session.save_path DSN too)
  *   object - handler_id: a RedisLockingSessionHandler service (APP_LEASE_DSN)
+ *   object-sf - the same, with RedisSessionHandler's key prefix ("sf_s"): both share sessions
  *   redis  - Symfony's RedisSessionHandler over phpredis (APP_REDIS_PORT)
  *   file   - Symfony's NativeFileSessionHandler (APP_FILES)
  */
@@ -60,6 +61,7 @@ final class Services implements ContainerInterface
 $handler = match ($_SERVER['APP_SESSION']) {
     'native' => null,
     'object' => new RedisLockingSessionHandler($_SERVER['APP_LEASE_DSN']),
+    'object-sf' => new RedisLockingSessionHandler($_SERVER['APP_LEASE_DSN'], ['prefix' => 'sf_s']),
     'redis' => (static function (): RedisSessionHandler {
         $redis = new Redis();
         $redis->connect('127.0.0.1', (int) $_SERVER['APP_REDIS_PORT']);

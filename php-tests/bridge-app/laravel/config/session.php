@@ -18,6 +18,8 @@ return [
     'same_site' => 'lax',
     // The redis_lease driver's Redis (null would mean the ini setting redis_lease.dsn).
     'dsn' => env('APP_LEASE_DSN'),
+    // 'redis': the redis_lease driver keeps sessions where and as the redis driver does.
+    'lease_compat' => env('APP_SESSION_COMPAT'),
     // Route::block() takes its lock from this cache store.
     'block_store' => 'leases',
 ];
