@@ -145,8 +145,8 @@ $raw->cmd('ECHO', 'fork-end');
 stream_set_timeout($mon, 5);
 $renewers = [$ka => [], $kb => []];
 while (($line = fgets($mon)) !== false && !str_contains($line, 'fork-end')) {
-    // 1764... [0 127.0.0.1:54321] "EVALSHA" "<sha>" "2" "lock:{key}" ...
-    if (preg_match('/\[\d+ ([\d.:]+)\] "EVALSHA" "' . rl_script_sha('refresh.lua') . '" "2" "lock:\{([^}]*)\}"/', $line, $m)) {
+    // 1764... [0 127.0.0.1:54321] "EVALSHA" "<sha>" "<numkeys>" "lock:{key}" ...
+    if (preg_match('/\[\d+ ([\d.:]+)\] "EVALSHA" "' . rl_script_sha('refresh.lua') . '" "\d+" "lock:\{([^}]*)\}"/', $line, $m)) {
         $renewers[$m[2]][$m[1]] = true;
     }
 }

@@ -461,7 +461,9 @@ test_in_root() {
     if ((pp == 0 && pf == 0)); then pf=1; fi
 
     # The bridge tests again on each tree of the newest frameworks (see the top of scripts/cells.sh),
-    # bind-mounted over /usr/share/php in a mount namespace of the pass's own.
+    # bind-mounted over /usr/share/php in a mount namespace of the pass's own ("--propagation
+    # unchanged": a chroot's / is no mount point, so unshare cannot make it private, and the chroot's
+    # namespace is private already).
     local tree fp ff
     for tree in ${frameworks_trees_in_root:-}; do
         local versions
@@ -470,7 +472,7 @@ test_in_root() {
         versions+=", PHPUnit $(sed -n 's/^phpunit=\([^+]*\).*/\1/p' "/frameworks/$tree/PACKAGES")"
         echo "cell $cell: the bridge tests on the $tree frameworks ($versions)"
         rm -f "$counts"
-        unshare --mount -- bash -c 'mount --bind "/frameworks/$1/usr/share/php" /usr/share/php && shift && exec "$@"' _ "$tree" \
+        unshare --mount --propagation unchanged -- bash -c 'mount --bind "/frameworks/$1/usr/share/php" /usr/share/php && shift && exec "$@"' _ "$tree" \
             env RL_FRAMEWORKS="$tree" SYMFONY_STORE_TESTS=/frameworks/store-tests PHPT_TESTS='bridge_*.phpt' \
             PHPT_COUNTS_FILE=$counts bash scripts/run-phpt.sh /build/target/release/libredis_lease.so
         read -r fp ff <"$counts" || { fp=0; ff=1; }
