@@ -11,6 +11,9 @@ packages+=(debootstrap shellcheck)
 # HttpFoundation, HttpKernel, Lock, Semaphore). The test apps load mbstring and opcache into php-fpm.
 packages+=(php-laravel-framework php-symfony-http-foundation php-symfony-http-kernel php-symfony-lock
     php-symfony-semaphore php8.2-mbstring php8.2-opcache)
+# Prometheus 2.42 and promtool check the alert rules and the dashboard against a real scrape
+# (php-tests/ops_prometheus.phpt), which starts its own Prometheus.
+packages+=(prometheus)
 missing=()
 for p in "${packages[@]}"; do
     [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")

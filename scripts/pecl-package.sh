@@ -10,8 +10,8 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 files() {
     printf '%s\n' config.m4 ext/config.m4 ext/Makefile.frag Cargo.toml Cargo.lock build.rs LICENSE README.md \
-        stubs/redis_lease.stub.php
-    git ls-files src | sort
+        stubs/redis_lease.stub.php bin/redis-lease docs/operators.md
+    git ls-files src ops | sort
 }
 
 generate() {
@@ -45,6 +45,7 @@ XML
     files | while read -r f; do
         case $f in
             *.rs|*.lua|*.m4|Makefile.frag|*/Makefile.frag|Cargo.*) role=src ;;
+            bin/*) role=script ;;
             *.php) role=doc ;;
             *) role=doc ;;
         esac

@@ -520,4 +520,45 @@ namespace RedisLease {
      * discarded. RedisLockingSessionHandler::isReadOnly() tells the same for the class.
      */
     function session_is_readonly(): bool {}
+
+    /**
+     * Who holds a lease and who waits for it, read in one round trip (nothing is written).
+     * Tokens are cut to their first 8 characters and session ids to their first 6: nothing
+     * shown can release, renew or log in.
+     *
+     * Returns `['key' => string, 'kind' => string, 'holders' => [['mode' => 'write'|'read'|
+     * 'permits', 'token' => string, 'fence' => ?int, 'ttl' => ?float (lease left, s),
+     * 'held' => ?float (since its fencing token was assigned, where known), 'permits' => int],
+     * ...], 'waiters' => [['mode' => 'write'|'read'|'upgrade'|'permits', 'token' => string,
+     * 'waited' => ?float, 'gives_up_in' => float, 'ttl' => float, 'permits' => int,
+     * 'limit' => ?int, 'stale' => bool (not heard from lately)], ...] (queue order),
+     * 'holders_total' => int, 'waiters_total' => int, 'expired_holds' => int, 'permits' => int,
+     * 'limit' => ?int, 'last_fence' => ?int, 'longest_wait' => ?float, 'longest_hold' => ?float,
+     * 'lease_left' => ?float]`, and for a session `'session' => ['size' => ?int, 'ttl' => ?float]`.
+     *
+     * @param string $key the name given to DistributedLock or DistributedSemaphore, or a session id
+     * @param string $kind 'lock' (also a read/write lock), 'semaphore' or 'session'
+     * @param string|null $dsn null: redis_lease.dsn
+     * @param string|null $prefix null: redis_lease.lock_prefix, or redis_lease.session.prefix
+     * @throws \ValueError for a bad key, kind or prefix
+     * @throws ConnectionException when Redis fails, or the key is not a lease of that kind
+     */
+    function inspect(string $key, string $kind = 'lock', ?string $dsn = null, ?string $prefix = null): array {}
+
+    /**
+     * The live leases (held or waited for), the busiest first: most waiters, then the longest
+     * wait, then the longest hold. Found with SCAN (never KEYS) on every master of a Cluster,
+     * within $timeout in all; each is described as inspect() describes it. Returns
+     * `['leases' => [...], 'partial' => bool, 'why_partial' => string[], 'scanned' => int]`:
+     * partial when the time ran out, a node failed or more than 10,000 leases were found.
+     *
+     * @param string|null $prefix keys that start with it; null: redis_lease.lock_prefix and the
+     *        session locks under redis_lease.session.prefix
+     * @param string|null $dsn null: redis_lease.dsn
+     * @param int $limit how many to return, 1 to 10000
+     * @param float $timeout seconds, in all
+     * @throws \ValueError for a bad limit or timeout
+     * @throws ConnectionException when Redis fails everywhere
+     */
+    function leases(?string $prefix = null, ?string $dsn = null, int $limit = 100, float $timeout = 2.0): array {}
 }

@@ -1,9 +1,14 @@
 //! The pure Rust core: no PHP types here, so all of it runs under `cargo test`.
+//!
+//! Dependencies point one way, down: inspect -> lock/session -> lease -> watchdog
+//! -> pool -> topology -> hold/sentinel -> dsn -> scripts/metrics/token (and
+//! compress, under session). `inspect` only reads what the floors below wrote.
 
 pub mod compress;
 pub mod dsn;
 pub mod error;
 pub mod hold;
+pub mod inspect;
 pub mod lease;
 pub mod lock;
 pub mod metrics;

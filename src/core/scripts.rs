@@ -210,6 +210,7 @@ script!(FORCE_RELEASE, "force_release.lua");
 script!(REFRESH, "refresh.lua");
 script!(INSPECT, "inspect.lua");
 script!(HELD, "held.lua");
+script!(SURVEY, "survey.lua");
 script!(FENCE, "fence.lua");
 script!(RESOLVE, "resolve.lua");
 script!(SESSION_OPEN, "session_open.lua");

@@ -362,12 +362,7 @@ impl SessionStore {
     }
 
     fn lease(&self, id: &str) -> Lease {
-        let data = self.data_key(id);
-        let lock = [b"{", data.as_slice(), b"}:lock"].concat();
-        Lease::new(
-            self.endpoint.clone(),
-            LeaseKeys::with_base(lock, Some(data)),
-        )
+        Lease::new(self.endpoint.clone(), session_keys(&self.config.prefix, id))
     }
 
     /// Opens session `id`: locks it (waiting up to the lock wait, first come first
@@ -867,6 +862,14 @@ fn shown(text: &str) -> String {
 }
 
 /// The start of a session id, for messages: enough to correlate, not to hijack.
+/// The keys of session `id` under `prefix`: its data at `<prefix><id>`, its lock
+/// at `{<prefix><id>}:lock` (one slot on a Cluster).
+pub fn session_keys(prefix: &str, id: &str) -> LeaseKeys {
+    let data = [prefix.as_bytes(), id.as_bytes()].concat();
+    let lock = [b"{", data.as_slice(), b"}:lock"].concat();
+    LeaseKeys::with_base(lock, Some(data))
+}
+
 pub fn short_id(id: &str) -> String {
     let shown: String = id
         .chars()

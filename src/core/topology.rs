@@ -229,6 +229,82 @@ impl Link {
     }
 }
 
+impl Link {
+    /// Where a SCAN must run to see every key: this node (`None`), or each master
+    /// of a Cluster, as the Cluster names them now.
+    pub(crate) fn scan_targets(&mut self) -> RedisResult<Vec<Option<(String, u16)>>> {
+        let Inner::Cluster(c) = &mut self.conn else {
+            return Ok(vec![None]);
+        };
+        use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
+        let cmd = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        // Any master that answers will do: one of them may be down.
+        let route = RoutingInfo::MultiNode((
+            MultipleNodeRoutingInfo::AllMasters,
+            Some(ResponsePolicy::OneSucceeded),
+        ));
+        let v = c.patiently(|c| c.route_command(&cmd, route.clone()))?;
+        use redis::FromRedisValue;
+        // [[start, end, [host, port, id, ...], replicas...], ...]
+        let mut masters: Vec<Option<(String, u16)>> = Vec::new();
+        if let Value::Array(ranges) = v {
+            for range in ranges {
+                let Value::Array(parts) = range else { continue };
+                let Some(Value::Array(master)) = parts.get(2) else {
+                    continue;
+                };
+                let host = master
+                    .first()
+                    .and_then(|h| String::from_redis_value_ref(h).ok());
+                let port = master
+                    .get(1)
+                    .and_then(|p| u16::from_redis_value_ref(p).ok());
+                if let (Some(host), Some(port)) = (host, port) {
+                    let node = Some((host, port));
+                    if !masters.contains(&node) {
+                        masters.push(node);
+                    }
+                }
+            }
+        }
+        Ok(masters)
+    }
+
+    /// One SCAN step on `node` (see `scan_targets`): the next cursor and the keys.
+    pub(crate) fn scan(
+        &mut self,
+        node: Option<&(String, u16)>,
+        cursor: u64,
+        pattern: &[u8],
+        count: usize,
+    ) -> RedisResult<(u64, Vec<Vec<u8>>)> {
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
+        let v = match (&mut self.conn, node) {
+            (Inner::Cluster(c), Some((host, port))) => {
+                use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port: *port,
+                });
+                c.conn.route_command(&cmd, route)?
+            }
+            (Inner::Cluster(_), None) => {
+                return Err(redis::RedisError::from((
+                    ErrorKind::Client,
+                    "a Cluster is scanned node by node",
+                )))
+            }
+            (Inner::Node(c), _) => cmd.query(c)?,
+        };
+        redis::FromRedisValue::from_redis_value(v).map_err(Into::into)
+    }
+}
+
 impl ConnectionLike for Link {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.conn {

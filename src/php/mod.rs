@@ -4,6 +4,7 @@
 pub mod args;
 pub mod errors;
 pub mod ini;
+pub mod inspect;
 pub mod lock;
 pub mod session;
 
@@ -244,7 +245,7 @@ pub fn session_is_readonly() -> bool {
 #[php_module]
 #[php(startup = startup)]
 pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
-    module
+    inspect::functions(module)
         .name("redis_lease")
         .version(env!("CARGO_PKG_VERSION"))
         .class::<lock::DistributedLock>()

@@ -104,16 +104,22 @@ local function first_waiter(waiters, terms, now)
 end
 
 -- Queues `token` (keeping its place if it is already queued, or, for an upgrade,
--- ahead of everyone) until now + wait.
+-- ahead of everyone) until now + wait. A waiter is scored with its arrival in µs
+-- of the server clock, so that operators see how long each has waited
+-- (survey.lua); one more than the last keeps arrivals within a µs in order, and
+-- entries scored 1, 2, 3... by earlier versions stay ahead. '%.0f': Lua would
+-- round such a number to 14 digits.
 local function join_queue(waiters, terms, token, ttl, wait, now, mode, limit, weight)
   if not redis.call('ZSCORE', waiters, token) then
+    local score
     if mode == 'u' then
-      local first = redis.call('ZRANGE', waiters, 0, 0, 'WITHSCORES')[2]
-      redis.call('ZADD', waiters, (tonumber(first) or 1) - 1, token)
+      local first = tonumber(redis.call('ZRANGE', waiters, 0, 0, 'WITHSCORES')[2])
+      score = first and first - 1 or now * 1000
     else
-      local last = redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2]
-      redis.call('ZADD', waiters, (tonumber(last) or 0) + 1, token)
+      local last = tonumber(redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2])
+      score = math.max(now * 1000, (last or 0) + 1)
     end
+    redis.call('ZADD', waiters, string.format('%.0f', score), token)
   end
   local heard = now + math.min(wait, NAP_MS) + HEARD_SLACK_MS
   local text = ttl .. ' ' .. (now + wait) .. ' ' .. heard
