@@ -17,7 +17,7 @@ use crate::core::error::{Error, Result};
 use crate::core::lease::{Lease, LeaseKeys};
 use crate::core::pool::Conn;
 use crate::core::scripts;
-use crate::core::session::short_id;
+use crate::core::session::{check_id, short_id};
 
 /// How many holders and waiters of one lease are listed (the totals are counted).
 pub const MAX_LISTED: usize = 1000;
@@ -521,10 +521,7 @@ fn classify(key: &[u8], session_prefix: &[u8]) -> Option<(Vec<u8>, Kind)> {
     if base.starts_with(b"{") && base.ends_with(b"}:lock") {
         let inner = &base[1..base.len() - b"}:lock".len()];
         let id = inner.strip_prefix(session_prefix)?;
-        let ok = !id.is_empty()
-            && id
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b',' | b'-'));
+        let ok = std::str::from_utf8(id).is_ok_and(|id| check_id(id).is_ok());
         return ok.then(|| (base.to_vec(), Kind::Session));
     }
     if base.ends_with(b"}:semaphore") {
