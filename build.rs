@@ -3,9 +3,10 @@
 //!
 //! - `php` and `php-config` must be found (ext-php-rs reads both): say how to
 //!   get them, instead of a bindgen or linker error further down.
-//! - A ZTS (thread-safe) PHP is refused until a ZTS build has passed the test
-//!   suite: the code keeps each request's state per thread, but no ZTS PHP has
-//!   ever run it.
+//! - NTS and ZTS (thread-safe) PHP both build (ext-php-rs reads which from
+//!   `php -i`). The core must never reach the Zend engine: its watchdog thread is
+//!   no PHP thread, and under ZTS a Zend call from it crashes. So no file under
+//!   src/core/ may name `ext_php_rs` or `crate::php`.
 //! - On macOS, an extension leaves PHP's own symbols undefined until PHP loads
 //!   it: the linker must be told so (ext-php-rs leaves that to a hand-made
 //!   .cargo/config otherwise).
@@ -19,7 +20,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use ext_php_rs_build::{find_executable, find_php, PHPInfo};
+use ext_php_rs_build::{find_executable, find_php};
 
 const HOW_TO_GET_PHP: &str = "install PHP's development files (Debian/Ubuntu: apt-get install \
      php8.2-dev; macOS: brew install php), or point the PHP and PHP_CONFIG environment \
@@ -27,14 +28,14 @@ const HOW_TO_GET_PHP: &str = "install PHP's development files (Debian/Ubuntu: ap
 
 fn main() -> Result<()> {
     check_scripts()?;
+    check_core_is_pure()?;
     println!("cargo::rerun-if-env-changed=PHP");
     println!("cargo::rerun-if-env-changed=PHP_CONFIG");
-    println!("cargo::rerun-if-env-changed=REDIS_LEASE_ALLOW_ZTS");
     if env::var_os("CARGO_FEATURE_PHP").is_none() {
         return Ok(());
     }
 
-    let php = find_php().context(format!(
+    find_php().context(format!(
         "redis_lease: no php executable found; {HOW_TO_GET_PHP}"
     ))?;
     let php_config = match env::var_os("PHP_CONFIG") {
@@ -54,21 +55,41 @@ fn main() -> Result<()> {
         );
     }
 
-    let info = PHPInfo::get(&php)
-        .with_context(|| format!("redis_lease: cannot ask {} about itself", php.display()))?;
-    if info.thread_safety()? && env::var_os("REDIS_LEASE_ALLOW_ZTS").is_none() {
-        bail!(
-            "redis_lease: {} is a ZTS (thread-safe) build of PHP {}; redis_lease supports NTS PHP \
-             only, until a ZTS build has passed its test suite (set REDIS_LEASE_ALLOW_ZTS=1 to build \
-             one anyway, for testing)",
-            php.display(),
-            info.version().unwrap_or("?")
-        );
-    }
-
     if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("macos") {
         println!("cargo::rustc-cdylib-link-arg=-undefined");
         println!("cargo::rustc-cdylib-link-arg=dynamic_lookup");
+    }
+    Ok(())
+}
+
+/// See the module comment: the core (and so the watchdog) has no way into PHP.
+fn check_core_is_pure() -> Result<()> {
+    let mut dirs = vec![PathBuf::from("src/core")];
+    println!("cargo::rerun-if-changed=src/core");
+    while let Some(dir) = dirs.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
+        {
+            let path = entry?.path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            for name in ["ext_php_rs", "crate::php"] {
+                if text.contains(name) {
+                    bail!(
+                        "{} names {name}: the core must not reach PHP (its watchdog thread is no \
+                         PHP thread; under ZTS a Zend call from it crashes)",
+                        path.display()
+                    );
+                }
+            }
+        }
     }
     Ok(())
 }

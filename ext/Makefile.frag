@@ -13,6 +13,7 @@ modules/redis_lease.so: $(REDIS_LEASE_SOURCES)
 	cd $(REDIS_LEASE_CRATE) && PHP_CONFIG=$(REDIS_LEASE_PHP_CONFIG) PHP=$(REDIS_LEASE_PHP) $(CARGO) build --locked $(REDIS_LEASE_CARGO_FLAGS)
 	$(mkinstalldirs) modules
 	cp $(REDIS_LEASE_SO) $@
+	$(REDIS_LEASE_PHP) -n $(REDIS_LEASE_CRATE)/ext/weaken-zend.php $@
 
 clean: redis-lease-clean
 redis-lease-clean:

@@ -1,10 +1,12 @@
 --TEST--
 Read/write lock under php-fpm: 8 workers hammer one lock with reads, writes, downgrades, upgrades, read holds moved to another object (whose synchronized() must refuse) and upgrades whose read lease runs out while they wait (whose queue place must not keep a writer out); a shared resource (one Lua check-and-set) shows readers overlapping, never a reader beside a writer nor two writers, no lost update, no writer between a downgrade's write and its read nor between an upgrade's read and its write; a writer gets in within the longest read hold (+ margin) while a continuous stream of readers keeps arriving; the same checks catch an app that takes no lock
+--SKIPIF--
+<?php require __DIR__ . '/../testing/apache_pool.php'; if ($why = rl_php_pool_unavailable()) die("skip $why"); ?>
 --CONFLICTS--
 all
 --FILE--
 <?php
-require __DIR__ . '/../testing/fpm_pool.php';
+require __DIR__ . '/../testing/apache_pool.php'; // FpmPool, or ApachePool with RL_PHP_SERVER=apache
 require __DIR__ . '/fpm-app/rw_common.inc';
 
 const WORKERS = 8;
@@ -16,7 +18,7 @@ $srv = rl_start_redis();
 $port = $srv['port'];
 $raw = new RlRaw($port);
 $dsn = $srv['dsn'];
-$pool = FpmPool::start(['max_children' => WORKERS]);
+$pool = rl_php_pool(['max_children' => WORKERS]);
 $client = $pool->client();
 $app = __DIR__ . '/fpm-app/rw_app.php';
 $req = static fn(array $q) => ['params' => FcgiClient::params($app, $q, ['RL_DSN' => $dsn, 'RL_CTL_PORT' => (string) $port])];
@@ -152,7 +154,7 @@ printf("info: stream: writer waits %s s (bound %.2f s); readers at ask %s; queue
     json_encode(array_map(static fn($w) => round($w, 3), $waits)), $bound,
     json_encode(array_column($probes, 'readers_at_ask')), json_encode(array_column($probes, 'queued_at_leave')));
 
-rl_same('the pool still has its workers', WORKERS, count($pool->workerPids()));
+rl_ok('the pool still has its workers', $pool->intact());
 $pool->stop();
 echo "done\n";
 ?>

@@ -1,10 +1,12 @@
 --TEST--
 DistributedSemaphore with weights under php-fpm: 12 workers take 1, 2, 3 or 5 permits at once of a semaphore of 5, 20 times each: never more than 5 permits inside (a shared resource, one Lua check-and-set), every waiter served in the order it joined the queue (Redis's own execution order, seen by MONITOR: a large request at the head is never overtaken by smaller ones behind it), nothing left in Redis
+--SKIPIF--
+<?php require __DIR__ . '/../testing/apache_pool.php'; if ($why = rl_php_pool_unavailable()) die("skip $why"); ?>
 --CONFLICTS--
 all
 --FILE--
 <?php
-require __DIR__ . '/../testing/fpm_pool.php';
+require __DIR__ . '/../testing/apache_pool.php'; // FpmPool, or ApachePool with RL_PHP_SERVER=apache
 require __DIR__ . '/../testing/fault_helpers.php';
 require __DIR__ . '/fpm-app/rw_common.inc';
 
@@ -16,7 +18,7 @@ $srv = rl_start_redis();
 $port = $srv['port'];
 $raw = new RlRaw($port);
 $dsn = $srv['dsn'];
-$pool = FpmPool::start(['max_children' => WORKERS]);
+$pool = rl_php_pool(['max_children' => WORKERS]);
 $client = $pool->client();
 $app = __DIR__ . '/fpm-app/rw_app.php';
 $req = static fn(array $q) => ['params' => FcgiClient::params($app, $q, ['RL_DSN' => $dsn, 'RL_CTL_PORT' => (string) $port])];

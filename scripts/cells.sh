@@ -16,6 +16,10 @@
 #   php8.4+redis8.0    trixie: php8.4 and redis-server 8.0 (and Laravel 10.48, Symfony 6.4 for the bridge)
 #   php8.4+valkey8.1   trixie: the same chroot and build, valkey-server 8.1 as redis-server
 #   php8.5+valkey9.1   sid: php8.5 from experimental (no phpredis for it), valkey-server 9.1
+#   php8.2-zts+redis7.0
+#                      bookworm: a ZTS PHP 8.2 built from Debian's source (CLI, php-fpm, Apache's
+#                      mod_php), redis-server 7.0; its tests also run Apache 2.4 mpm_event with
+#                      mod_php, PHP in threads (php-tests/zts_*.phpt)
 # A cell's name is checked against what its chroot runs: when a suite moves on, the cell fails until
 # its name here is updated, so a name never claims a version that was not tested.
 #
@@ -50,7 +54,7 @@ self=$(realpath "${BASH_SOURCE[0]}")
 repo=$(cd "$(dirname "$self")/.." && pwd)
 cache=${CELLS_CACHE:-/var/cache/redis_lease/cells}
 mirror=${CELLS_MIRROR:-http://deb.debian.org/debian}
-all_cells=(php8.4+redis8.0 php8.4+valkey8.1 php8.5+valkey9.1)
+all_cells=(php8.4+redis8.0 php8.4+valkey8.1 php8.5+valkey9.1 php8.2-zts+redis7.0)
 apt_opts=(-q -o Acquire::Retries=5 -o Acquire::http::Timeout=30 -o Acquire::Check-Valid-Until=false
     -o APT::Install-Recommends=false -o Dpkg::Use-Pty=0)
 
@@ -61,6 +65,7 @@ die() { echo "cells: $*" >&2; exit 1; }
 
 cell_root() { # cell -> chroot
     case $1 in
+        php8.2-zts+*) echo bookworm-zts ;;
         php8.4+*) echo trixie ;;
         php8.5+*) echo sid ;;
         *) return 1 ;;
@@ -78,6 +83,7 @@ cell_server() { # cell -> redis | valkey
 root_suite() {
     case $1 in
         trixie) echo trixie ;;
+        bookworm-zts) echo bookworm ;;
         sid) echo sid ;;
     esac
 }
@@ -90,6 +96,7 @@ root_packages() {
     case $1 in
         trixie) echo "$common,php8.4-dev,php8.4-cli,php8.4-fpm,php8.4-redis,php8.4-igbinary,redis-server,valkey-server" ;;
         sid) echo "$common,valkey-server" ;;
+        bookworm-zts) echo "$common,make,pkg-config,xz-utils,wget,redis-server" ;;
     esac
 }
 
@@ -98,6 +105,7 @@ root_steps() {
     case $1 in
         trixie) echo post_install_frameworks ;;
         sid) echo post_install_php85 ;;
+        bookworm-zts) echo post_install_php_zts ;;
     esac
 }
 
@@ -122,6 +130,40 @@ post_install_php85() {
         apt-mark hold php-common &&
         apt-get "${apt_opts[@]}" install -y php8.5-common/experimental php8.5-cli/experimental \
             php8.5-readline/experimental php8.5-dev/experimental php8.5-fpm/experimental
+}
+
+# A thread-safe (ZTS) PHP, which no Debian suite packages: built from the orig tarball Debian's
+# mirror serves for bookworm's php8.2 (its sha256 as bookworm's Sources index gives it), into
+# /opt/php-zts: the CLI, php-fpm and Apache's mod_php (libphp.so, for mpm_event), with what the tests
+# use (session, pcntl, posix, sockets, filter; FFI to end a thread the way a crash does). Beside it,
+# Debian's NTS php8.2-cli, to check that each refuses the other's build of the extension. (The
+# mirror answers 404 for trixie's and experimental's php8.4 and php8.5 orig tarballs, which their
+# Sources indexes name: PHP 8.2 is the ZTS PHP this machine can build.) Everything the build needs
+# is in this function (the recipe's hash covers it). About 6-10 minutes on 2 cores.
+post_install_php_zts() {
+    local version=8.2.32 sha256=e02aa173c236c12791696254d607da680e6d5516f8f5c2339642de7c4f944bd2
+    local tarball=php8.2_$version.orig.tar.xz src=/build/php-src
+    apt_update &&
+        apt-get "${apt_opts[@]}" install -y apache2 apache2-dev libffi-dev php8.2-cli || return 1
+    mkdir -p "$src" && cd "$src" || return 1
+    if ! wget --no-verbose --tries=3 --timeout=30 -O "$tarball" "$mirror/pool/main/p/php8.2/$tarball"; then
+        echo "cells: $tarball is not on the mirror any more: update post_install_php_zts to the php8.2 that" \
+            "bookworm's dists/bookworm/main/source/Sources.xz names" >&2
+        return 1
+    fi
+    echo "$sha256  $tarball" | sha256sum --check --quiet || { echo "cells: $tarball: sha256 mismatch" >&2; return 1; }
+    tar -xJf "$tarball" --strip-components=1 && rm -f "$tarball" || return 1
+    ./configure --quiet --prefix=/opt/php-zts --with-config-file-path=/opt/php-zts/etc --enable-zts \
+        --disable-all --disable-cgi --disable-phpdbg --enable-cli --enable-fpm --with-apxs2=/usr/bin/apxs2 \
+        --enable-session --enable-pcntl --enable-posix --enable-sockets --enable-filter --with-ffi >/dev/null &&
+        make -j"$(nproc)" >/build/php-zts-make.log 2>&1 &&
+        make install INSTALL_IT=: >>/build/php-zts-make.log 2>&1 || { tail -n 30 /build/php-zts-make.log >&2; return 1; }
+    install -D -m 644 libs/libphp.so /opt/php-zts/lib/apache2/libphp.so &&
+        install -D -m 644 run-tests.php /opt/php-zts/lib/php/build/run-tests.php &&
+        mkdir -p /opt/php-zts/etc || return 1
+    /opt/php-zts/bin/php -r 'exit(PHP_ZTS && PHP_VERSION === $argv[1] ? 0 : 1);' "$version" ||
+        { echo "cells: /opt/php-zts/bin/php is not a ZTS PHP $version" >&2; return 1; }
+    cd / && rm -rf "$src"
 }
 
 apt_update() { # apt-get update, three tries: it fails as a whole on one bad fetch
@@ -287,7 +329,7 @@ ensure_root() {
         log "chroot $root made in $((SECONDS - t0)) s ($(du -sh "$dir" | cut -f1))"
         # Chroots of older recipes.
         local old
-        for old in "$cache/$root"-*; do
+        for old in "$cache/$root"-????????????; do # the recipe hash (not bookworm-zts-* for bookworm)
             [[ $old != "$dir" && -d $old ]] && { log "deleting $old (an older recipe)"; remove_dir "$old"; }
         done
     else
@@ -400,13 +442,22 @@ ensure_frameworks() {
 
 # ---------------------------------------------------------------- building and testing
 
+# Inside the chroot: the ZTS PHP of a *-zts chroot first on the PATH (Debian's NTS PHP stays at
+# /usr/bin/php), with its php-fpm, run-tests.php and Apache module for the tests.
+use_zts_php() {
+    [[ -x /opt/php-zts/bin/php ]] || return 0
+    export PATH=/opt/php-zts/bin:/opt/php-zts/sbin:$PATH PHP_FPM_BIN=/opt/php-zts/sbin/php-fpm \
+        RUN_TESTS_PHP=/opt/php-zts/lib/php/build/run-tests.php RL_APACHE_LIBPHP=/opt/php-zts/lib/apache2/libphp.so
+}
+
 # Inside the chroot: build the extension and the core's tests of /build/src into /build/target.
 build_in_root() {
+    use_zts_php
     cd /build/src || return 1
     export CARGO_TARGET_DIR=/build/target PHP_CONFIG PHP
     PHP_CONFIG=$(command -v php-config)
     PHP=$("$PHP_CONFIG" --php-binary)
-    cargo build --release --locked --offline --quiet &&
+    CARGO_NET_OFFLINE=true bash scripts/build.sh >/dev/null &&
         cargo test --no-default-features --locked --offline --no-run --quiet
 }
 
@@ -427,13 +478,16 @@ test_in_root() {
     local cell=$1 server=$2
     cd /build/src || return 1
     use_server "$server" || return 1
+    use_zts_php
+    # The host's NTS build, for zts_load_mismatch.phpt (see run_cells).
+    [[ ! -f /build/foreign/nts.so ]] || export RL_NTS_SO=/build/foreign/nts.so
     # RL_CELL names the cell to the tests (unset on the host), should one need to tell.
     export CARGO_TARGET_DIR=/build/target PHP_CONFIG PHP RL_CELL=$cell
     PHP_CONFIG=$(command -v php-config)
     PHP=$("$PHP_CONFIG" --php-binary)
 
     local want_php=${cell%%+*} want_server=${cell#*+} php_v server_v
-    php_v=php$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+    php_v=php$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION, PHP_ZTS ? "-zts" : "";')
     server_v=$server$(redis-server --version | sed -n 's/.* v=\([0-9]*\.[0-9]*\).*/\1/p')
     echo "cell $cell: $(php -r 'echo "PHP ", PHP_VERSION;'), $(redis-server --version)"
     if [[ $php_v != "$want_php" || $server_v != "$want_server" ]]; then
@@ -481,6 +535,18 @@ test_in_root() {
         pp=$((pp + fp))
         pf=$((pf + ff))
     done
+    # A ZTS PHP: the php-fpm hammers again, on Apache's mod_php in threads (see testing/apache_pool.php).
+    if php -r 'exit(PHP_ZTS ? 0 : 1);'; then
+        echo "cell $cell: the fpm hammers again on Apache mpm_event + mod_php (threads)"
+        rm -f "$counts"
+        RL_PHP_SERVER=apache PHPT_TESTS='rw_fpm_hammer.phpt semaphore_fpm_weighted.phpt' PHPT_COUNTS_FILE=$counts \
+            bash scripts/run-phpt.sh /build/target/release/libredis_lease.so
+        read -r fp ff <"$counts" || { fp=0; ff=1; }
+        if ((fp == 0 && ff == 0)); then ff=1; fi
+        echo "cell $cell: the fpm hammers on Apache's threads: $fp passed, $ff failed"
+        pp=$((pp + fp))
+        pf=$((pf + ff))
+    fi
     echo "$cp $cf $pp $pf" >"/build/counts-$cell"
 }
 
@@ -548,7 +614,7 @@ run_cells() {
             timings+=("chroot $root ready in $((SECONDS - t0)) s")
             t0=$SECONDS
             log "building $(git -C "$repo" rev-parse --short HEAD) in the $root chroot"
-            if ! clone_into "$dir" || ! in_root "$dir" bash -c "$(declare -f build_in_root); build_in_root"; then
+            if ! clone_into "$dir" || ! in_root "$dir" bash -c "$(declare -f use_zts_php build_in_root); build_in_root"; then
                 roots_failed+=("$root")
                 line="cell $cell: NOT RUN: the build in the $root chroot failed (1 failed)"
                 summary+=("$line"); failed=$((failed + 1)); continue
@@ -559,6 +625,11 @@ run_cells() {
         t0=$SECONDS
         log "testing cell $cell"
         rm -f "$dir/build/counts-$cell"
+        # A ZTS cell checks that the host's NTS build (scripts/build.sh's, when there is one) is refused.
+        rm -rf "$dir/build/foreign"
+        if [[ $cell == *-zts+* && -f $repo/target/release/libredis_lease.so ]]; then
+            mkdir -p "$dir/build/foreign" && cp "$repo/target/release/libredis_lease.so" "$dir/build/foreign/nts.so"
+        fi
         local fw_dir='' fw_trees=''
         if [[ $cell == "$frameworks_cell" ]]; then
             if ensure_frameworks; then
@@ -569,7 +640,7 @@ run_cells() {
                 failed=$((failed + 1))
             fi
         fi
-        CELLS_FRAMEWORKS=$fw_dir in_root "$dir" bash -c "$(declare -f use_server test_in_root)
+        CELLS_FRAMEWORKS=$fw_dir in_root "$dir" bash -c "$(declare -f use_server use_zts_php test_in_root)
             frameworks_trees_in_root='$fw_trees' test_in_root $cell $(cell_server "$cell")"
         timings+=("tests of $cell: $((SECONDS - t0)) s")
         local cp=0 cf=1 pp=0 pf=1
@@ -636,8 +707,8 @@ case ${1:-} in
         root=$(cell_root "$cell")
         ensure_root "$root" || exit 1
         ((${#@})) || set -- bash
-        CELLS_STDIN=1 CELLS_BIND_REPO=$repo in_root "$(root_dir "$root")" bash -c "$(declare -f use_server)
-            use_server $(cell_server "$cell") && cd /repo && exec \"\$@\"" cells-exec "$@"
+        CELLS_STDIN=1 CELLS_BIND_REPO=$repo in_root "$(root_dir "$root")" bash -c "$(declare -f use_server use_zts_php)
+            use_server $(cell_server "$cell") && use_zts_php && cd /repo && exec \"\$@\"" cells-exec "$@"
         ;;
     list)
         for c in "${all_cells[@]}"; do echo "$c ($(cell_root "$c") chroot: $(root_dir "$(cell_root "$c")"))"; done

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 files() {
-    printf '%s\n' config.m4 ext/config.m4 ext/Makefile.frag Cargo.toml Cargo.lock build.rs LICENSE README.md \
+    printf '%s\n' config.m4 ext/config.m4 ext/Makefile.frag ext/weaken-zend.php Cargo.toml Cargo.lock build.rs LICENSE README.md \
         stubs/redis_lease.stub.php bin/redis-lease docs/operators.md
     git ls-files src ops | sort
 }
@@ -44,7 +44,7 @@ generate() {
 XML
     files | while read -r f; do
         case $f in
-            *.rs|*.lua|*.m4|Makefile.frag|*/Makefile.frag|Cargo.*) role=src ;;
+            *.rs|*.lua|*.m4|Makefile.frag|*/Makefile.frag|ext/*.php|Cargo.*) role=src ;;
             bin/*) role=script ;;
             *.php) role=doc ;;
             *) role=doc ;;

@@ -108,6 +108,8 @@ final class FcgiCall
     /** Bytes read but not yet parsed into records. */
     public string $in = '';
     public bool $done = false;
+    /** An HTTP request (FcgiClient for 'http://'): the reply is read until the server closes. */
+    public bool $http = false;
 
     public function __construct($sock, string $out, FcgiResponse $response)
     {
@@ -163,15 +165,28 @@ final class FcgiClient
     /** The only request id we use: one request per connection. */
     private const REQUEST_ID = 1;
 
+    /** CGI variables a web server makes itself (not sent in HTTP mode; any other param is sent as a header). */
+    private const CGI = ['GATEWAY_INTERFACE', 'SERVER_SOFTWARE', 'SERVER_PROTOCOL', 'SERVER_NAME', 'SERVER_ADDR',
+        'SERVER_PORT', 'REMOTE_ADDR', 'REMOTE_PORT', 'REQUEST_METHOD', 'SCRIPT_FILENAME', 'SCRIPT_NAME',
+        'DOCUMENT_ROOT', 'REQUEST_URI', 'DOCUMENT_URI', 'QUERY_STRING', 'CONTENT_LENGTH', 'CONTENT_TYPE'];
+
     private string $address;
+    private bool $http = false;
 
     /**
-     * @param string $address 'unix:///path/to.sock', 'tcp://host:port', 'host:port' or '/path/to.sock'
+     * @param string $address 'unix:///path/to.sock', 'tcp://host:port', 'host:port' or '/path/to.sock';
+     *   or 'http://host:port': the same requests as HTTP to a web server that runs PHP itself
+     *   (ApachePool), whose answers come back as FcgiResponse objects. SCRIPT_FILENAME is then the
+     *   URL's path, and every param that is no CGI variable (RL_DSN...) travels in a header
+     *   X-Rl-Param-NAME (base64) that testing/apache_prepend.php puts back into $_SERVER.
      * @param float $connectTimeout seconds a connection may take to open
      */
     public function __construct(string $address, private float $connectTimeout = 5.0)
     {
-        if (str_starts_with($address, '/')) {
+        if (str_starts_with($address, 'http://')) {
+            $this->http = true;
+            $address = 'tcp://' . substr($address, 7);
+        } elseif (str_starts_with($address, '/')) {
             $address = 'unix://' . $address;
         } elseif (!str_contains($address, '://')) {
             $address = 'tcp://' . $address;
@@ -310,7 +325,8 @@ final class FcgiClient
         if (!isset($params['CONTENT_LENGTH']) || ($stdin !== '' && (int) $params['CONTENT_LENGTH'] !== strlen($stdin))) {
             $params['CONTENT_LENGTH'] = (string) strlen($stdin);
         }
-        $call = new FcgiCall(null, self::encodeRequest($params, $stdin), $resp);
+        $call = new FcgiCall(null, $this->http ? self::encodeHttp($params, $stdin) : self::encodeRequest($params, $stdin), $resp);
+        $call->http = $this->http;
         $sock = @stream_socket_client($this->address, $errno, $errstr, $this->connectTimeout,
             STREAM_CLIENT_CONNECT | STREAM_CLIENT_ASYNC_CONNECT);
         if ($sock === false) {
@@ -411,12 +427,48 @@ final class FcgiClient
         }
     }
 
+    /** An HTTP/1.0 request for FastCGI params (see the constructor). */
+    public static function encodeHttp(array $params, string $stdin = ''): string
+    {
+        $query = $params['QUERY_STRING'] ?? '';
+        $head = ($params['REQUEST_METHOD'] ?? 'GET') . ' '
+            . str_replace('%2F', '/', rawurlencode($params['SCRIPT_FILENAME'] ?? '/'))
+            . ($query !== '' ? "?$query" : '') . " HTTP/1.0\r\nHost: localhost\r\nConnection: close\r\n";
+        foreach ($params as $name => $value) {
+            if (!in_array($name, self::CGI, true)) {
+                $head .= 'X-Rl-Param-' . str_replace('_', '-', $name) . ': ' . base64_encode((string) $value) . "\r\n";
+            }
+        }
+        if ($stdin !== '') {
+            $head .= 'Content-Type: ' . (($params['CONTENT_TYPE'] ?? '') ?: 'application/x-www-form-urlencoded') . "\r\n"
+                . 'Content-Length: ' . strlen($stdin) . "\r\n";
+        }
+        return $head . "\r\n" . $stdin;
+    }
+
+    /** The server closed an HTTP call's connection: its reply, as a CGI response ("Status:"). */
+    private static function endHttp(FcgiCall $call): void
+    {
+        $r = $call->response;
+        if (!preg_match('~^HTTP/1\.[01] (\d{3})[^\r\n]*\r\n~', $call->in, $m) || !str_contains($call->in, "\r\n\r\n")) {
+            $r->stdout = $call->in;
+            $call->finish($r->connected === null ? 'connection failed' : 'no whole HTTP response (' . strlen($call->in) . ' bytes)');
+            return;
+        }
+        $r->stdout = "Status: {$m[1]}\r\n" . substr($call->in, strlen($m[0]));
+        $r->appStatus = 0;
+        $r->protocolStatus = self::REQUEST_COMPLETE;
+        $call->finish();
+    }
+
     private static function onReadable(FcgiCall $call): void
     {
         $r = $call->response;
         $chunk = @fread($call->sock, 65536);
         if ($chunk === false || $chunk === '') {
-            if (feof($call->sock) || $chunk === false) {
+            if ($call->http && feof($call->sock)) {
+                self::endHttp($call);
+            } elseif (feof($call->sock) || $chunk === false) {
                 $call->finish($r->connected === null
                     ? 'connection failed'
                     : 'connection closed before FCGI_END_REQUEST');
@@ -426,7 +478,9 @@ final class FcgiClient
         $r->connected ??= microtime(true);
         $r->firstByte ??= microtime(true);
         $call->in .= $chunk;
-        self::parseRecords($call);
+        if (!$call->http) {
+            self::parseRecords($call);
+        }
     }
 
     /** Consume every complete record in $call->in. */

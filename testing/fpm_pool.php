@@ -25,6 +25,7 @@
  */
 
 require_once __DIR__ . '/fcgi_client.php';
+require_once __DIR__ . '/process.php';
 // rl_start_redis(), RlRaw, rl_wait_until(), rl_kill_pid(): no run-tests dependency.
 require_once __DIR__ . '/../php-tests/inc/redis.inc';
 
@@ -103,7 +104,7 @@ final class FpmPool
             throw new RuntimeException("php-fpm not found at $bin");
         }
 
-        $this->dir = self::makeTempDir();
+        $this->dir = rl_temp_dir('rlfpm');
         $this->fpmLog = $this->dir . '/fpm.log';
         $this->phpErrorLog = $this->dir . '/php-errors.log';
         touch($this->fpmLog);
@@ -250,45 +251,10 @@ final class FpmPool
         return '"' . $v . '"';
     }
 
-    private static function makeTempDir(): string
-    {
-        for ($i = 0; $i < 10; $i++) {
-            $d = sys_get_temp_dir() . '/rlfpm-' . bin2hex(random_bytes(4));
-            if (@mkdir($d, 0700)) {
-                return $d;
-            }
-        }
-        throw new RuntimeException('cannot create a temp directory');
-    }
-
-    /**
-     * A shell loop that kills the pool's process group (and removes the temp
-     * directory) once the process that started it is gone; it ends by itself
-     * when the group is gone.
-     */
+    /** Ends the pool's process group if the process that started it dies first (see rl_group_watchdog). */
     private function startWatchdog(): void
     {
-        $owner = $this->ownerPid;
-        $group = $this->masterPid;
-        // (dash's kill takes no "--"; a negative pid names a process group. A
-        // zombie owner, not yet reaped by its parent, counts as gone. Until the
-        // master has called setsid() its group does not exist yet, so the pool
-        // counts as gone only when neither the group nor the master pid exists.)
-        $dir = escapeshellarg($this->dir);
-        $script = "alive() { s=\$(sed -n 's/^State:[[:space:]]*\\(.\\).*/\\1/p' /proc/\$1/status 2>/dev/null); "
-            . "[ -n \"\$s\" ] && [ \"\$s\" != Z ]; }; "
-            . "while alive $owner; do "
-            . "if ! kill -0 -$group 2>/dev/null && ! kill -0 $group 2>/dev/null; then exit 0; fi; "
-            . "sleep 0.2; done; "
-            . "kill -KILL -$group 2>/dev/null; kill -KILL $group 2>/dev/null; sleep 0.2; rm -rf $dir; exit 0";
-        $this->watchdog = proc_open(['sh', '-c', $script], [
-            0 => ['file', '/dev/null', 'r'],
-            1 => ['file', '/dev/null', 'w'],
-            2 => ['file', '/dev/null', 'w'],
-        ], $pipes);
-        if (is_resource($this->watchdog)) {
-            $this->watchdogPid = proc_get_status($this->watchdog)['pid'];
-        }
+        [$this->watchdog, $this->watchdogPid] = rl_group_watchdog($this->ownerPid, $this->masterPid, $this->dir);
     }
 
     private function awaitReady(float $timeout): void
@@ -363,24 +329,17 @@ final class FpmPool
      */
     public function workerPids(): array
     {
-        $pids = [];
-        foreach (glob('/proc/[0-9]*/stat') ?: [] as $statFile) {
-            $stat = @file_get_contents($statFile);
-            if ($stat === false) {
-                continue; // exited meanwhile
-            }
-            // "pid (comm) state ppid ...": comm may contain spaces and ')'.
-            $close = strrpos($stat, ')');
-            $fields = explode(' ', substr($stat, $close + 2));
-            if ((int) ($fields[1] ?? 0) === $this->masterPid && ($fields[0] ?? 'Z') !== 'Z') {
-                $pids[] = (int) $stat;
-            }
-        }
-        sort($pids);
+        $pids = rl_child_pids($this->masterPid);
         foreach ($pids as $p) {
             $this->seenWorkers[$p] = true;
         }
         return $pids;
+    }
+
+    /** Whether the pool still has all its workers (none died). */
+    public function intact(): bool
+    {
+        return count($this->workerPids()) === $this->maxChildren;
     }
 
     /** Wait (bounded) until the pool has all its workers again, e.g. after one was killed. */
@@ -392,14 +351,7 @@ final class FpmPool
     /** fpm's log and PHP's error log, for failure messages. */
     public function logs(): string
     {
-        $out = '';
-        foreach (['fpm.out', 'fpm.log', 'php-errors.log'] as $f) {
-            $text = @file_get_contents($this->dir . '/' . $f);
-            if ($text !== false && $text !== '') {
-                $out .= "[$f]\n" . $text;
-            }
-        }
-        return $out;
+        return rl_read_logs($this->dir, ['fpm.out', 'fpm.log', 'php-errors.log']);
     }
 
     /** PHP's error log of the workers (warnings that no error handler caught). */
@@ -446,10 +398,7 @@ final class FpmPool
 
     private function removeDir(): void
     {
-        foreach (glob($this->dir . '/{,.}[!.]*', GLOB_BRACE) ?: [] as $f) {
-            @unlink($f);
-        }
-        @rmdir($this->dir);
+        rl_remove_tree($this->dir);
     }
 
     public function __destruct()

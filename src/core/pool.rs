@@ -13,6 +13,7 @@
 //! command fails mid-way, the caller drops it instead of returning it, so a link
 //! with an unread reply pending is never reused.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,14 @@ struct Idle {
     link: Link,
     read_timeout: Duration,
     since: Instant,
+    /// Closed once unused this long (`None`: kept).
+    timeout: Option<Duration>,
+}
+
+impl Idle {
+    fn closes_at(&self) -> Option<Instant> {
+        self.timeout.map(|t| self.since + t)
+    }
 }
 
 #[derive(Default)]
@@ -59,21 +68,57 @@ fn with_pool<T>(f: impl FnOnce(&mut Pool) -> T) -> T {
     f(&mut pool.lock())
 }
 
-/// How long an unused link stays open, in ms; 0: for ever.
-static IDLE_TIMEOUT_MS: AtomicU64 = AtomicU64::new(60_000);
+/// The idle timeout in ms as stored: 0 unset, `u64::MAX` for ever.
+const UNSET: u64 = 0;
+const FOREVER: u64 = u64::MAX;
+const DEFAULT_IDLE_MS: u64 = 60_000;
 
-/// Sets how long an unused link stays open (`None`: for ever).
-pub fn set_idle_timeout(t: Option<Duration>) {
-    let ms = t.map_or(0, |t| (t.as_millis() as u64).max(1));
-    IDLE_TIMEOUT_MS.store(ms, Ordering::Relaxed);
+/// The longest idle timeout any request of this process asked for: the
+/// watchdog's own links (renewals, subscriptions) serve every request.
+static LONGEST_IDLE_MS: AtomicU64 = AtomicU64::new(UNSET);
+
+thread_local! {
+    /// This thread's request's idle timeout: under ZTS, threads of one process
+    /// serve requests with settings of their own (Apache's per-vhost
+    /// `php_admin_value`), and each link keeps the one of the request that
+    /// last gave it back.
+    static REQUEST_IDLE_MS: Cell<u64> = const { Cell::new(UNSET) };
 }
 
-/// How long an unused link stays open; `None`: for ever.
-pub fn idle_timeout() -> Option<Duration> {
-    match IDLE_TIMEOUT_MS.load(Ordering::Relaxed) {
-        0 => None,
+fn encode(t: Option<Duration>) -> u64 {
+    t.map_or(FOREVER, |t| {
+        (u64::try_from(t.as_millis()).unwrap_or(FOREVER - 1)).clamp(1, FOREVER - 1)
+    })
+}
+
+fn decode(ms: u64) -> Option<Duration> {
+    match ms {
+        UNSET => Some(Duration::from_millis(DEFAULT_IDLE_MS)),
+        FOREVER => None,
         ms => Some(Duration::from_millis(ms)),
     }
+}
+
+/// Sets how long an unused link stays open (`None`: for ever) for the links
+/// this thread gives back (a request's start sets it).
+pub fn set_idle_timeout(t: Option<Duration>) {
+    let ms = encode(t);
+    let _ = REQUEST_IDLE_MS.try_with(|c| c.set(ms));
+    LONGEST_IDLE_MS.fetch_max(ms, Ordering::Relaxed);
+}
+
+/// The idle timeout of the links this thread gives back.
+fn request_idle_ms() -> u64 {
+    match REQUEST_IDLE_MS.try_with(Cell::get).unwrap_or(UNSET) {
+        UNSET => LONGEST_IDLE_MS.load(Ordering::Relaxed),
+        ms => ms,
+    }
+}
+
+/// The longest idle timeout asked for in this process (`None`: for ever): how
+/// long the watchdog keeps its own links.
+pub fn idle_timeout() -> Option<Duration> {
+    decode(LONGEST_IDLE_MS.load(Ordering::Relaxed))
 }
 
 /// A link borrowed from the pool. Give it back with [`Conn::recycle`] once its
@@ -149,6 +194,7 @@ impl Conn {
             link: self.inner,
             read_timeout: self.read_timeout,
             since: Instant::now(),
+            timeout: decode(request_idle_ms()),
         });
     }
 
@@ -192,23 +238,23 @@ fn still_master(ep: &Endpoint, link: &mut Link) -> bool {
     }
 }
 
-/// Closes links unused for `idle_timeout`. When links remain: the moment the
-/// next one will have been idle that long (for the watchdog's next sweep).
+/// Closes links unused for their idle timeout. When links remain that will
+/// close: the moment the next one does (for the watchdog's next sweep).
 pub fn sweep() -> Option<Instant> {
-    let timeout = idle_timeout()?;
     let pool = POOL.current()?;
+    let now = Instant::now();
     let closed: Vec<Idle> = {
         let mut pool = pool.lock();
         let (old, young) = std::mem::take(&mut pool.idle)
             .into_iter()
-            .partition(|i| i.since.elapsed() >= timeout);
+            .partition(|i| i.closes_at().is_some_and(|at| at <= now));
         pool.idle = young;
         old
     };
     // Closed outside the lock.
     drop(closed);
     let pool = pool.lock();
-    pool.idle.iter().map(|i| i.since + timeout).min()
+    pool.idle.iter().filter_map(Idle::closes_at).min()
 }
 
 /// How many links the pool keeps (for tests and the watchdog).

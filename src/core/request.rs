@@ -5,8 +5,13 @@
 //! Kept per thread: PHP runs a request on one thread, and under ZTS several
 //! requests run at once on threads of one process; one request's end must never
 //! release another's locks.
+//!
+//! A thread that ends in the middle of a request (under ZTS: no shutdown hook
+//! runs for it) frees what it still holds as it goes, locks and session locks
+//! alike: otherwise the watchdog would renew them for the life of the process.
 
 use std::cell::RefCell;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use crate::core::lease::{Hold, Lease};
@@ -16,22 +21,74 @@ struct Held {
     /// thread-local values, but not its leases to release.
     pid: u32,
     leases: Vec<(u64, Arc<Lease>, Hold)>,
+    /// Session locks: freed by the session's own close, after the request's
+    /// shutdown hook (ext/session writes then), so only a dying thread's go here.
+    sessions: Vec<(Lease, Hold)>,
+}
+
+impl Held {
+    fn mine(&mut self) -> &mut Self {
+        let pid = crate::core::pid::current();
+        if self.pid != pid {
+            self.pid = pid;
+            self.leases.clear();
+            self.sessions.clear();
+        }
+        self
+    }
+}
+
+impl Drop for Held {
+    /// The thread ends: what its request still holds is freed (released, or
+    /// left for the process's next call when Redis does not answer). Runs among
+    /// the thread's destructors, where this thread's other thread-locals may be
+    /// gone: a panic then only ends the cleanup.
+    fn drop(&mut self) {
+        if self.pid != crate::core::pid::current() {
+            return;
+        }
+        let leases = std::mem::take(&mut self.leases);
+        let sessions = std::mem::take(&mut self.sessions);
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            for (_, lease, hold) in leases {
+                lease.release_or_defer(&hold, false, true);
+            }
+            for (lease, hold) in sessions {
+                lease.release_or_defer(&hold, false, true);
+            }
+        }));
+    }
 }
 
 thread_local! {
-    static HELD: RefCell<Held> = const { RefCell::new(Held { pid: 0, leases: Vec::new() }) };
+    static HELD: RefCell<Held> = const {
+        RefCell::new(Held { pid: 0, leases: Vec::new(), sessions: Vec::new() })
+    };
 }
 
 fn with_held<T>(f: impl FnOnce(&mut Vec<(u64, Arc<Lease>, Hold)>) -> T) -> T {
-    HELD.with(|held| {
-        let mut held = held.borrow_mut();
-        let pid = crate::core::pid::current();
-        if held.pid != pid {
-            held.pid = pid;
-            held.leases.clear();
-        }
-        f(&mut held.leases)
-    })
+    HELD.with(|held| f(&mut held.borrow_mut().mine().leases))
+}
+
+/// Records that this thread's request holds session lock `hold` (until
+/// [`session_unlocked`]).
+pub fn session_locked(lease: &Lease, hold: &Hold) {
+    let _ = HELD.try_with(|held| {
+        held.borrow_mut()
+            .mine()
+            .sessions
+            .push((lease.clone(), hold.clone()));
+    });
+}
+
+/// Forgets session lock `hold` (saved, closed or given up by its session).
+pub fn session_unlocked(hold: &Hold) {
+    let _ = HELD.try_with(|held| {
+        held.borrow_mut()
+            .mine()
+            .sessions
+            .retain(|(_, h)| h.token != hold.token);
+    });
 }
 
 /// Records that object `id` holds `hold` on `lease` (replacing what it held before).
@@ -74,4 +131,9 @@ pub fn end() {
 /// How many leases this request holds (for tests).
 pub fn held() -> usize {
     with_held(|leases| leases.len())
+}
+
+/// How many session locks this thread's request holds (for tests).
+pub fn sessions_held() -> usize {
+    HELD.with(|held| held.borrow_mut().mine().sessions.len())
 }

@@ -21,6 +21,7 @@ use crate::core::hold::{millis, Kind};
 use crate::core::lease::{Claim, Failure, Hold, Lease, LeaseKeys, Owned, Token};
 use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pool::Conn;
+use crate::core::request;
 use crate::core::scripts;
 use crate::core::sentinel;
 
@@ -404,6 +405,7 @@ impl SessionStore {
             Some((mut hold, data)) => {
                 hold.acquired_at = started;
                 lease.watch(&mut hold, Kind::Session, self.config.lock_renew, generation);
+                request::session_locked(&lease, &hold);
                 metrics::incr(Counter::SessionLocked);
                 if waited.contended {
                     metrics::incr(Counter::SessionContended);
@@ -582,7 +584,7 @@ impl SessionStore {
                     }
                 };
                 s.mode = Mode::Done;
-                hold.stop_watch();
+                unlocked(&hold);
                 if ok {
                     metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
                     s.lease.replicated(acks, "The session was saved")?;
@@ -625,7 +627,7 @@ impl SessionStore {
     /// its unlock is left to this process's next call (or the lease's end).
     fn abandon(s: &mut Session, hold: Hold, f: Failure) -> Error {
         s.mode = Mode::Done;
-        hold.stop_watch();
+        unlocked(&hold);
         s.lease.defer(hold.token, hold.ttl);
         f.into_error()
     }
@@ -686,7 +688,7 @@ impl SessionStore {
         let Mode::Locked(hold) = mode else {
             return Ok(true);
         };
-        hold.stop_watch();
+        unlocked(&hold);
         match s.lease.release_token(&hold.token) {
             Ok(freed) => {
                 if freed {
@@ -707,6 +709,7 @@ impl SessionStore {
     /// open), like `Lease::release_or_defer`.
     pub fn close_or_defer(&self, s: &mut Session, teardown: bool) {
         if let Mode::Locked(hold) = std::mem::replace(&mut s.mode, Mode::Done) {
+            request::session_unlocked(&hold);
             s.lease.release_or_defer(&hold, false, teardown);
         }
     }
@@ -811,6 +814,13 @@ impl SessionStore {
 
 /// The alphabet PHP uses for session ids, by bits per character.
 const ID_CHARS: &[u8; 64] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,-";
+
+/// A session lock is no longer this request's to free: not renewed, and not
+/// freed by its thread's end.
+fn unlocked(hold: &Hold) {
+    hold.stop_watch();
+    request::session_unlocked(hold);
+}
 
 /// A random id as PHP's `php_session_create_id` makes it: `bits` (4, 5 or 6) random
 /// bits per character, drawn from the OS.

@@ -8,17 +8,28 @@ pub mod inspect;
 pub mod lock;
 pub mod session;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::ZendHashTable;
 use ext_php_rs::zend::ModuleEntry;
 use ext_php_rs::{info_table_end, info_table_header, info_table_row, info_table_start};
+use parking_lot::Mutex;
 
 use crate::core::dsn::Endpoint;
 use crate::core::metrics::{self as core_metrics, Scope, Snapshot, BUCKETS};
 
+/// How many times MINIT has run in this process: a server that restarts PHP
+/// without unloading the extension (Apache's graceful restart, FrankenPHP) runs
+/// it again, with new class entries that RINIT must finish setting up.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The generation whose class entries are set up.
+static SET_UP: Mutex<u64> = Mutex::new(0);
+
 /// MINIT. Runs in the php-fpm master before it forks: no sockets, no threads here.
 pub fn startup(_ty: i32, module_number: i32) -> i32 {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
     let ok = std::panic::catch_unwind(|| {
         ext_php_rs::zend::IniEntryDef::register(ini::ENTRIES.as_slice(), module_number);
         if !session::register_save_handler() {
@@ -54,15 +65,19 @@ pub extern "C" fn module_shutdown(_ty: i32, _module_number: i32) -> i32 {
     0
 }
 
-/// RINIT. Once per process, finishes the class setup that MINIT cannot do
-/// (ext-php-rs registers the classes after our MINIT has run).
+/// RINIT. Once per MINIT, finishes the class setup that MINIT cannot do
+/// (ext-php-rs registers the classes after our MINIT has run). Under ZTS the
+/// first requests of several threads wait here for the one doing it.
 pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
-    static SET_UP: std::sync::Once = std::sync::Once::new();
     let _ = std::panic::catch_unwind(|| {
-        SET_UP.call_once(|| {
+        let generation = GENERATION.load(Ordering::Acquire);
+        let mut done = SET_UP.lock();
+        if *done != generation {
             session::widen_read_return_type();
             mark_sensitive_parameters();
-        });
+            *done = generation;
+        }
+        drop(done);
         crate::core::pool::set_idle_timeout(ini::idle_timeout());
     });
     0

@@ -1,0 +1,153 @@
+//! Threads of one process serving requests, as a ZTS PHP runs them (Apache's
+//! event MPM, FrankenPHP): a thread that ends in the middle of a request (no
+//! shutdown hook runs for it) frees what it holds, and each thread's request
+//! keeps its own idle timeout for the links it gives back. Its own test binary:
+//! it counts the links of the whole process.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_lease::core::dsn::{Endpoint, Timeouts};
+use redis_lease::core::lease::{Lease, LeaseKeys};
+use redis_lease::core::lock::Lock;
+use redis_lease::core::session::{Mode, SessionConfig, SessionStore};
+use redis_lease::core::{pool, request, watchdog};
+use support::{await_until, exists, pttl, RedisServer};
+
+fn endpoint(server: &RedisServer) -> Arc<Endpoint> {
+    Arc::new(Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap())
+}
+
+#[test]
+fn a_thread_that_ends_mid_request_frees_its_lock_and_its_session_lock() {
+    let server = RedisServer::start();
+    let ep = endpoint(&server);
+    let thread_ep = ep.clone();
+    let dead = std::thread::spawn(move || {
+        // A renewed lock and a renewed session lock, both with a ttl far longer
+        // than the test waits: only a release frees them in time.
+        let lease = Lease::new(thread_ep.clone(), LeaseKeys::for_lock(b"lock:", b"thread"));
+        let mut lock = Lock::new(lease, Duration::from_secs(30)).with_auto_renew(true);
+        assert!(lock.acquire(Duration::ZERO).unwrap());
+        let store = SessionStore::new(
+            thread_ep,
+            SessionConfig {
+                lock_ttl: Duration::from_secs(30),
+                lock_renew: true,
+                ..SessionConfig::default()
+            },
+        );
+        let (session, _) = store.open("threadsession").unwrap();
+        assert!(matches!(session.mode, Mode::Locked(_)));
+        assert_eq!((request::held(), request::sessions_held()), (1, 1));
+        // The thread ends with both objects alive (PHP's objects of a thread that
+        // dies are never destroyed): nothing of theirs runs.
+        std::mem::forget(lock);
+        std::mem::forget(session);
+        std::mem::forget(store);
+    });
+    dead.join().unwrap();
+    let mut raw = server.conn();
+    let t0 = Instant::now();
+    await_until(
+        Duration::from_secs(2),
+        "the dead thread's lock and session lock to be freed",
+        || {
+            !exists(&mut raw, "lock:{thread}")
+                && !exists(&mut raw, "{PHPREDIS_SESSION:threadsession}:lock")
+        },
+    );
+    eprintln!("freed {:?} after the thread ended", t0.elapsed());
+    // Nothing renews them any more: a new holder's lease keeps its own ttl.
+    let mut next = Lock::new(
+        Lease::new(ep, LeaseKeys::for_lock(b"lock:", b"thread")),
+        Duration::from_secs(5),
+    );
+    assert!(next.acquire(Duration::ZERO).unwrap());
+    assert_eq!(
+        watchdog::watched(),
+        0,
+        "the watchdog watches nothing of the dead thread's"
+    );
+    assert!(next.release().unwrap());
+    assert_eq!(pttl(&server, "lock:{thread}"), -2);
+}
+
+#[test]
+fn a_session_closed_by_its_request_is_not_freed_again_when_its_thread_ends() {
+    let server = RedisServer::start();
+    let ep = endpoint(&server);
+    let store = Arc::new(SessionStore::new(ep, SessionConfig::default()));
+    let thread_store = store.clone();
+    std::thread::spawn(move || {
+        let (mut session, _) = thread_store.open("closed").unwrap();
+        thread_store
+            .write(&mut session, b"a|i:1;", Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(
+            request::sessions_held(),
+            0,
+            "saved: no longer this thread's to free"
+        );
+    })
+    .join()
+    .unwrap();
+    // The next request's lock is not touched by the first thread's end.
+    let (mut next, data) = store.open("closed").unwrap();
+    assert_eq!(data.as_deref(), Some(&b"a|i:1;"[..]));
+    assert!(exists(&mut server.conn(), "{PHPREDIS_SESSION:closed}:lock"));
+    assert!(store.close(&mut next).unwrap());
+}
+
+#[test]
+fn each_threads_request_keeps_its_own_idle_timeout() {
+    let server = RedisServer::start();
+    let other = RedisServer::start();
+    let link = |server: &RedisServer, idle: Option<Duration>| {
+        let ep = endpoint(server);
+        std::thread::spawn(move || {
+            // What each request's start does with its own setting (under Apache,
+            // a vhost's php_admin_value).
+            pool::set_idle_timeout(idle);
+            let mut lock = Lock::new(
+                Lease::new(ep, LeaseKeys::for_lock(b"lock:", b"idle")),
+                Duration::from_secs(5),
+            );
+            assert!(lock.acquire(Duration::ZERO).unwrap());
+            assert!(lock.release().unwrap());
+        })
+        .join()
+        .unwrap();
+    };
+    link(&server, Some(Duration::from_millis(200)));
+    link(&other, None);
+    // (Each count includes the connection that asks. Other tests of this binary
+    // share the pool, so its links are counted per server.)
+    let clients = |s: &RedisServer| -> usize {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut s.conn())
+            .unwrap();
+        list.lines().count()
+    };
+    assert_eq!(
+        (clients(&server), clients(&other)),
+        (2, 2),
+        "both links pooled"
+    );
+    // The short one closes; the one whose request keeps links for ever stays,
+    // although its request started last.
+    await_until(Duration::from_secs(5), "the 200 ms link to close", || {
+        pool::sweep();
+        clients(&server) == 1
+    });
+    pool::sweep();
+    assert_eq!(clients(&other), 2, "the other request's link is kept");
+    assert_eq!(
+        pool::idle_timeout(),
+        None,
+        "the watchdog's own links follow the longest setting (for ever)"
+    );
+}
