@@ -27,3 +27,12 @@ if bash scripts/cells.sh list | grep -q '^php8.4+redis8.0' && [[ -d $(bash scrip
         REDIS_LEASE_SO=/build/target-bench/release/libredis_lease.so php -n bench/compression.php --json=/tmp/compression.json &&
         cat /tmp/compression.json' | tee /dev/stderr | sed -n '/^{/,$p' >bench/results/compression-php8.4.json
 fi
+# Threads (issue 32): the contended session and the lock loop on Apache's mod_php in threads beside php-fpm,
+# both on the ZTS PHP of the php8.2-zts cell, when its chroot is made.
+if bash scripts/cells.sh list | grep -q '^php8.2-zts+redis7.0' && [[ -d $(bash scripts/cells.sh list | sed -n 's/^php8.2-zts+redis7.0 (bookworm-zts chroot: \(.*\))$/\1/p') ]]; then
+    bash scripts/cells.sh exec php8.2-zts+redis7.0 bash -c '
+        export CARGO_TARGET_DIR=/build/target-bench CARGO_NET_OFFLINE=true
+        so=$(bash scripts/build.sh) &&
+        REDIS_LEASE_SO=$so php -n -d "extension=$so" bench/threads.php --json=/tmp/threads.json &&
+        cat /tmp/threads.json' | tee /dev/stderr | sed -n '/^{/,$p' >bench/results/threads-php8.2-zts.json
+fi

@@ -26,6 +26,8 @@ fn a_thread_that_ends_mid_request_frees_its_lock_and_its_session_lock() {
     let ep = endpoint(&server);
     let thread_ep = ep.clone();
     let dead = std::thread::spawn(move || {
+        // A thread that serves requests, as PHP's request startup marks it.
+        request::begin();
         // A renewed lock and a renewed session lock, both with a ttl far longer
         // than the test waits: only a release frees them in time.
         let lease = Lease::new(thread_ep.clone(), LeaseKeys::for_lock(b"lock:", b"thread"));
@@ -82,6 +84,7 @@ fn a_session_closed_by_its_request_is_not_freed_again_when_its_thread_ends() {
     let store = Arc::new(SessionStore::new(ep, SessionConfig::default()));
     let thread_store = store.clone();
     std::thread::spawn(move || {
+        request::begin();
         let (mut session, _) = thread_store.open("closed").unwrap();
         thread_store
             .write(&mut session, b"a|i:1;", Duration::from_secs(60))
@@ -150,4 +153,27 @@ fn each_threads_request_keeps_its_own_idle_timeout() {
         None,
         "the watchdog's own links follow the longest setting (for ever)"
     );
+}
+
+#[test]
+fn a_thread_that_serves_no_requests_leaves_its_holds_to_their_objects() {
+    // Outside PHP a holder may move to another thread: the thread that took it
+    // ends, the hold goes on.
+    let server = RedisServer::start();
+    let ep = endpoint(&server);
+    let mut lock = std::thread::spawn(move || {
+        let mut lock = Lock::new(
+            Lease::new(ep, LeaseKeys::for_lock(b"lock:", b"moved")),
+            Duration::from_secs(30),
+        );
+        assert!(lock.acquire(Duration::ZERO).unwrap());
+        lock
+    })
+    .join()
+    .unwrap();
+    assert!(
+        lock.inspect().unwrap().is_some(),
+        "still held after the thread ended"
+    );
+    assert!(lock.release().unwrap());
 }

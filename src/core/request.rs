@@ -6,9 +6,12 @@
 //! requests run at once on threads of one process; one request's end must never
 //! release another's locks.
 //!
-//! A thread that ends in the middle of a request (under ZTS: no shutdown hook
-//! runs for it) frees what it still holds as it goes, locks and session locks
-//! alike: otherwise the watchdog would renew them for the life of the process.
+//! A thread that serves requests ([`begin`]) and ends in the middle of one
+//! (under ZTS: no shutdown hook runs for it) frees what it still holds as it
+//! goes, locks and session locks alike: otherwise the watchdog would renew them
+//! for the life of the process. (A thread that never called [`begin`] keeps
+//! nothing from its end: outside PHP, a holder may outlive the thread that took
+//! it, moved to another one.)
 
 use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
@@ -20,6 +23,8 @@ struct Held {
     /// The process the entries belong to: a forked child inherits the parent's
     /// thread-local values, but not its leases to release.
     pid: u32,
+    /// This thread serves requests: its end frees what is left.
+    serves: bool,
     leases: Vec<(u64, Arc<Lease>, Hold)>,
     /// Session locks: freed by the session's own close, after the request's
     /// shutdown hook (ext/session writes then), so only a dying thread's go here.
@@ -31,6 +36,7 @@ impl Held {
         let pid = crate::core::pid::current();
         if self.pid != pid {
             self.pid = pid;
+            self.serves = false;
             self.leases.clear();
             self.sessions.clear();
         }
@@ -44,7 +50,7 @@ impl Drop for Held {
     /// the thread's destructors, where this thread's other thread-locals may be
     /// gone: a panic then only ends the cleanup.
     fn drop(&mut self) {
-        if self.pid != crate::core::pid::current() {
+        if !self.serves || self.pid != crate::core::pid::current() {
             return;
         }
         let leases = std::mem::take(&mut self.leases);
@@ -62,12 +68,18 @@ impl Drop for Held {
 
 thread_local! {
     static HELD: RefCell<Held> = const {
-        RefCell::new(Held { pid: 0, leases: Vec::new(), sessions: Vec::new() })
+        RefCell::new(Held { pid: 0, serves: false, leases: Vec::new(), sessions: Vec::new() })
     };
 }
 
 fn with_held<T>(f: impl FnOnce(&mut Vec<(u64, Arc<Lease>, Hold)>) -> T) -> T {
     HELD.with(|held| f(&mut held.borrow_mut().mine().leases))
+}
+
+/// A request starts on this thread (PHP's request startup): from now on, the
+/// thread's end frees what its request still holds.
+pub fn begin() {
+    let _ = HELD.try_with(|held| held.borrow_mut().mine().serves = true);
 }
 
 /// Records that this thread's request holds session lock `hold` (until

@@ -78,6 +78,7 @@ pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
             *done = generation;
         }
         drop(done);
+        crate::core::request::begin();
         crate::core::pool::set_idle_timeout(ini::idle_timeout());
     });
     0
