@@ -12,8 +12,9 @@ build-modules: modules/redis_lease.so
 modules/redis_lease.so: $(REDIS_LEASE_SOURCES)
 	cd $(REDIS_LEASE_CRATE) && PHP_CONFIG=$(REDIS_LEASE_PHP_CONFIG) PHP=$(REDIS_LEASE_PHP) $(CARGO) build --locked $(REDIS_LEASE_CARGO_FLAGS)
 	$(mkinstalldirs) modules
-	cp $(REDIS_LEASE_SO) $@
-	$(REDIS_LEASE_PHP) -n $(REDIS_LEASE_CRATE)/ext/weaken-zend.php $@
+	cp $(REDIS_LEASE_SO) $@.tmp
+	$(REDIS_LEASE_PHP) -n $(REDIS_LEASE_CRATE)/ext/weaken-zend.php $@.tmp
+	mv $@.tmp $@
 
 clean: redis-lease-clean
 redis-lease-clean:

@@ -75,7 +75,8 @@ final class ApachePool
 
     /**
      * Options: 'so' (the extension), 'ini' (php.ini settings), 'admin' and
-     * 'values' (php_admin_value / php_value), 'start_timeout' (seconds).
+     * 'values' (php_admin_value / php_value), 'env' (Apache's environment, added
+     * to PATH and LANG), 'start_timeout' (seconds).
      */
     public static function start(array $options = []): ApachePool
     {
@@ -183,7 +184,7 @@ final class ApachePool
             0 => ['file', '/dev/null', 'r'],
             1 => ['file', $this->dir . '/httpd.out', 'a'],
             2 => ['file', $this->dir . '/httpd.out', 'a'],
-        ], $pipes, $this->dir, ['PATH' => getenv('PATH') ?: '/usr/bin:/bin', 'LANG' => 'C']);
+        ], $pipes, $this->dir, ['PATH' => getenv('PATH') ?: '/usr/bin:/bin', 'LANG' => 'C'] + ($o['env'] ?? []));
         if (!is_resource($this->proc)) {
             throw new RuntimeException('proc_open(apache2) failed');
         }

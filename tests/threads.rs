@@ -124,8 +124,14 @@ fn each_threads_request_keeps_its_own_idle_timeout() {
         .join()
         .unwrap();
     };
-    link(&server, Some(Duration::from_millis(200)));
-    link(&other, None);
+    // The 30 s link first: the watchdog plans to sleep until it runs out; the 2 s
+    // link comes back meanwhile, and nothing wakes the watchdog.
+    // (2 s: the links are counted before it runs out, even on a loaded machine.)
+    link(&other, Some(Duration::from_secs(30)));
+    watchdog::keep_watch();
+    link(&server, Some(Duration::from_secs(2)));
+    // (What each request's end does.)
+    watchdog::keep_watch();
     // (Each count includes the connection that asks. Other tests of this binary
     // share the pool, so its links are counted per server.)
     let clients = |s: &RedisServer| -> usize {
@@ -140,18 +146,24 @@ fn each_threads_request_keeps_its_own_idle_timeout() {
         (2, 2),
         "both links pooled"
     );
-    // The short one closes; the one whose request keeps links for ever stays,
-    // although its request started last.
-    await_until(Duration::from_secs(5), "the 200 ms link to close", || {
-        pool::sweep();
+    // The short one closes; the other request's stays, although its request
+    // started first and the short one's last.
+    // The watchdog closes it by itself (no sweep from here): within its 2 s and a
+    // quarter more.
+    let given_back = Instant::now();
+    await_until(Duration::from_secs(10), "the 2 s link to close", || {
         clients(&server) == 1
     });
-    pool::sweep();
+    let closed_after = given_back.elapsed();
+    assert!(
+        closed_after < Duration::from_millis(3500),
+        "closed {closed_after:?} after it was given back"
+    );
     assert_eq!(clients(&other), 2, "the other request's link is kept");
     assert_eq!(
         pool::idle_timeout(),
-        None,
-        "the watchdog's own links follow the longest setting (for ever)"
+        Some(Duration::from_secs(30)),
+        "the watchdog's own links follow the longest setting"
     );
 }
 

@@ -257,6 +257,16 @@ pub fn sweep() -> Option<Instant> {
     pool.idle.iter().filter_map(Idle::closes_at).min()
 }
 
+/// When the first pooled link is due to close (`None`: none is).
+pub fn next_close() -> Option<Instant> {
+    POOL.current()?
+        .lock()
+        .idle
+        .iter()
+        .filter_map(Idle::closes_at)
+        .min()
+}
+
 /// How many links the pool keeps (for tests and the watchdog).
 pub fn idle_links() -> usize {
     POOL.current().map_or(0, |p| p.lock().idle.len())

@@ -48,21 +48,34 @@ impl Drop for Held {
     /// The thread ends: what its request still holds is freed (released, or
     /// left for the process's next call when Redis does not answer). Runs among
     /// the thread's destructors, where this thread's other thread-locals may be
-    /// gone: a panic then only ends the cleanup.
+    /// gone (a release that needs one panics): so every renewal stops first,
+    /// and each release that fails so is left for the process's next call.
     fn drop(&mut self) {
         if !self.serves || self.pid != crate::core::pid::current() {
             return;
         }
-        let leases = std::mem::take(&mut self.leases);
-        let sessions = std::mem::take(&mut self.sessions);
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            for (_, lease, hold) in leases {
+        let held: Vec<(Arc<Lease>, Hold)> = std::mem::take(&mut self.leases)
+            .into_iter()
+            .map(|(_, lease, hold)| (lease, hold))
+            .chain(
+                std::mem::take(&mut self.sessions)
+                    .into_iter()
+                    .map(|(lease, hold)| (Arc::new(lease), hold)),
+            )
+            .collect();
+        for (_, hold) in &held {
+            hold.stop_watch();
+        }
+        for (lease, hold) in held {
+            let released = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 lease.release_or_defer(&hold, false, true);
+            }));
+            if released.is_err() {
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    lease.defer(hold.token.clone(), hold.ttl);
+                }));
             }
-            for (lease, hold) in sessions {
-                lease.release_or_defer(&hold, false, true);
-            }
-        }));
+        }
     }
 }
 

@@ -226,6 +226,17 @@ pub struct Session {
     pub kept: Option<String>,
 }
 
+impl Drop for Session {
+    /// A session dropped while locked (a save that failed with an error reply,
+    /// a handler dropped mid-request) is no longer its thread's to free: its
+    /// lock ends at its ttl, as it always did, and renewal stops with its hold.
+    fn drop(&mut self) {
+        if let Mode::Locked(hold) = &self.mode {
+            request::session_unlocked(hold);
+        }
+    }
+}
+
 impl Session {
     fn data_key(&self) -> &[u8] {
         self.lease.keys.data.as_deref().unwrap_or_default()

@@ -111,6 +111,12 @@ pub fn keep_watch() {
     let mut st = wd.state.lock();
     if !st.running {
         wd.run(&mut st);
+    } else if let (Some(until), Some(close)) = (st.sleeping_until, pool::next_close()) {
+        // A link this request gave back closes sooner than the thread planned
+        // for (under ZTS each request has its own idle timeout).
+        if close < until {
+            st.wake();
+        }
     }
 }
 

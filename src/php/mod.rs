@@ -24,8 +24,10 @@ use crate::core::metrics::{self as core_metrics, Scope, Snapshot, BUCKETS};
 /// without unloading the extension (Apache's graceful restart, FrankenPHP) runs
 /// it again, with new class entries that RINIT must finish setting up.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
-/// The generation whose class entries are set up.
+/// The generation whose class entries are set up (taken while setting up).
 static SET_UP: Mutex<u64> = Mutex::new(0);
+/// The same, read without the lock by every request after the first.
+static SET_UP_DONE: AtomicU64 = AtomicU64::new(0);
 
 /// MINIT. Runs in the php-fpm master before it forks: no sockets, no threads here.
 pub fn startup(_ty: i32, module_number: i32) -> i32 {
@@ -71,13 +73,15 @@ pub extern "C" fn module_shutdown(_ty: i32, _module_number: i32) -> i32 {
 pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     let _ = std::panic::catch_unwind(|| {
         let generation = GENERATION.load(Ordering::Acquire);
-        let mut done = SET_UP.lock();
-        if *done != generation {
-            session::widen_read_return_type();
-            mark_sensitive_parameters();
-            *done = generation;
+        if SET_UP_DONE.load(Ordering::Acquire) != generation {
+            let mut done = SET_UP.lock();
+            if *done != generation {
+                session::widen_read_return_type();
+                mark_sensitive_parameters();
+                *done = generation;
+                SET_UP_DONE.store(generation, Ordering::Release);
+            }
         }
-        drop(done);
         crate::core::request::begin();
         crate::core::pool::set_idle_timeout(ini::idle_timeout());
     });
