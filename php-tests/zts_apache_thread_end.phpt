@@ -1,5 +1,5 @@
 --TEST--
-Threads: a PHP thread of Apache mpm_event + mod_php (ZTS) that ends in the middle of a request (pthread_exit: no shutdown hook runs for it) frees its lock and its session lock at once, and the watchdog stops renewing them; the other threads keep serving; after a graceful restart (PHP's module startup runs again) the classes are set up again (read()'s return type, the #[SensitiveParameter] marks) and locks work
+Threads: a PHP thread of Apache mpm_event + mod_php (ZTS) that ends in the middle of a request (pthread_exit: no shutdown hook runs for it) frees its lock and its session lock at once, and the watchdog stops renewing them; the other threads keep serving; a request that bails out (a fatal error, max_execution_time) frees them at once too; after a graceful restart (PHP's module startup runs again) the classes are set up again (read()'s return type, the #[SensitiveParameter] marks) and locks work
 --SKIPIF--
 <?php require __DIR__ . '/../testing/apache_pool.php'; if ($why = ApachePool::unavailable()) die("skip $why"); if (!extension_loaded('ffi')) die('skip needs FFI'); ?>
 --CONFLICTS--
@@ -50,7 +50,22 @@ rl_same('and releases it', true, $other->release());
 $rs = $client->multi(array_fill(0, 60, $req(['op' => 'counter', 'key' => rl_key('after'), 'file' => '/dev/null', 'nolock' => '1'])), 20.0);
 rl_same('the other threads keep serving (60 requests)', 60, count(array_filter($rs, static fn($r) => $r->ok() && $r->status === 200)));
 
-// --- 2. A graceful restart: module startup runs again ---
+// --- 2. A thread's request bails out (a fatal error, max_execution_time): its holds are freed at once ---
+foreach (['fatal', 'timeout'] as $how) {
+    $key = rl_key("bailout-$how");
+    $sid = st_sid();
+    $r = $client->request($req(['op' => 'bailout', 'key' => $key, 'sid' => $sid, 'how' => $how])['params'], '', 10.0);
+    $said = ['fatal' => 'Call to undefined function the_request_ends_in_a_fatal_error()', 'timeout' => 'PHP Fatal error:  Maximum execution time'][$how];
+    rl_ok("$how: the request ended in PHP's bailout (its error log says so)", $r->ok() && str_contains($pool->phpErrors(), $said),
+        $r->describe() . "\n" . $pool->phpErrors());
+    rl_same("$how: its lock and its session lock are free right after", [0, 0],
+        [$raw->cmd('EXISTS', rl_lock_key($key)), $raw->cmd('EXISTS', st_lock_key($sid))]);
+    // The session module saves what it has at the end of a failed request, as under php-fpm.
+    rl_ok("$how: the session's data is either saved whole or not at all", in_array($raw->cmd('GET', st_data_key($sid)), [null, 'bailed|b:1;'], true),
+        json_encode($raw->cmd('GET', st_data_key($sid))));
+}
+
+// --- 3. A graceful restart: module startup runs again ---
 $classes = static fn() => $client->request($req(['op' => 'classes'])['params'])->json();
 $first = $classes();
 rl_same('before: read() returns string|false', 'string|false', $first['read_returns'] ?? null);
@@ -71,7 +86,9 @@ $rs = $client->multi(array_fill(0, 50, $req(['op' => 'counter', 'key' => rl_key(
 rl_same('after: 50 locked increments are exact', 50, (int) file_get_contents($file));
 $log = $pool->serverErrors();
 rl_ok('no child crashed', !str_contains($log, 'exit signal') && !str_contains($log, 'Segmentation'), $log);
-rl_same("nothing reached PHP's error log", '', $pool->phpErrors());
+$unexpected = array_filter(explode("\n", trim($pool->phpErrors())), static fn($l) => $l !== ''
+    && !str_contains($l, 'the_request_ends_in_a_fatal_error') && !str_contains($l, 'Stack trace') && !str_contains($l, '#0 {main}') && !str_contains($l, 'thrown in') && !str_contains($l, 'Maximum execution time'));
+rl_same("nothing but the two bailouts reached PHP's error log", [], array_values($unexpected));
 $pool->stop();
 echo "done\n";
 
@@ -100,11 +117,17 @@ ok: the watchdog renews nothing any more
 ok: the new holder still holds the lock
 ok: and releases it
 ok: the other threads keep serving (60 requests)
+ok: fatal: the request ended in PHP's bailout (its error log says so)
+ok: fatal: its lock and its session lock are free right after
+ok: fatal: the session's data is either saved whole or not at all
+ok: timeout: the request ended in PHP's bailout (its error log says so)
+ok: timeout: its lock and its session lock are free right after
+ok: timeout: the session's data is either saved whole or not at all
 ok: before: read() returns string|false
 ok: after a graceful restart, new children serve
 ok: after: the classes are set up as before
 ok: after: the marks are there
 ok: after: 50 locked increments are exact
 ok: no child crashed
-ok: nothing reached PHP's error log
+ok: nothing but the two bailouts reached PHP's error log
 done

@@ -15,6 +15,9 @@
  *       holds lock K (autoRenew) and session ID's lock (renewed), says so at
  *       C:held, then ends its thread (pthread_exit through FFI) in the middle of
  *       the request, as a crashing thread would: no shutdown hook runs for it
+ *   zts_app.php?op=bailout&key=K&sid=ID&how=fatal|timeout
+ *       holds lock K and session ID's lock, then ends in a fatal error or runs past
+ *       max_execution_time (1 s here): PHP's bailout, on a thread that lives on
  *   zts_app.php?op=classes
  *       what MINIT and the first RINIT set up: read()'s return type, the
  *       #[SensitiveParameter] marks, the session save handler
@@ -74,6 +77,23 @@ switch ($op) {
             'tid' => (int) basename((string) readlink('/proc/thread-self')), 'pid' => getmypid()]));
         FFI::cdef('void pthread_exit(void *retval);', 'libc.so.6')->pthread_exit(null);
         app_reply(['error' => 'pthread_exit returned']);
+        break;
+
+    case 'bailout':
+        $lock = new DistributedLock((string) app_param('key'), 30.0, $dsn, autoRenew: true);
+        $lock->acquire(5.0);
+        session_set_save_handler(new RedisLockingSessionHandler($dsn, ['lock_ttl' => 30.0, 'lock_renew' => true]));
+        session_id((string) app_param('sid'));
+        session_start();
+        $_SESSION['bailed'] = true;
+        if (app_param('how') === 'timeout') {
+            set_time_limit(1);
+            while (true) {
+                // busy until max_execution_time ends the request
+            }
+        }
+        // (Not trigger_error(): common.inc's error handler would take it.)
+        the_request_ends_in_a_fatal_error();
         break;
 
     case 'classes':
