@@ -253,8 +253,7 @@ pub fn sweep() -> Option<Instant> {
     };
     // Closed outside the lock.
     drop(closed);
-    let pool = pool.lock();
-    pool.idle.iter().filter_map(Idle::closes_at).min()
+    next_close()
 }
 
 /// When the first pooled link is due to close (`None`: none is).

@@ -24,10 +24,10 @@ use crate::core::metrics::{self as core_metrics, Scope, Snapshot, BUCKETS};
 /// without unloading the extension (Apache's graceful restart, FrankenPHP) runs
 /// it again, with new class entries that RINIT must finish setting up.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
-/// The generation whose class entries are set up (taken while setting up).
-static SET_UP: Mutex<u64> = Mutex::new(0);
-/// The same, read without the lock by every request after the first.
+/// The generation whose class entries are set up.
 static SET_UP_DONE: AtomicU64 = AtomicU64::new(0);
+/// Taken by the request that sets them up (the others wait for it).
+static SET_UP: Mutex<()> = Mutex::new(());
 
 /// MINIT. Runs in the php-fpm master before it forks: no sockets, no threads here.
 pub fn startup(_ty: i32, module_number: i32) -> i32 {
@@ -74,11 +74,10 @@ pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
     let _ = std::panic::catch_unwind(|| {
         let generation = GENERATION.load(Ordering::Acquire);
         if SET_UP_DONE.load(Ordering::Acquire) != generation {
-            let mut done = SET_UP.lock();
-            if *done != generation {
+            let _setting_up = SET_UP.lock();
+            if SET_UP_DONE.load(Ordering::Acquire) != generation {
                 session::widen_read_return_type();
                 mark_sensitive_parameters();
-                *done = generation;
                 SET_UP_DONE.store(generation, Ordering::Release);
             }
         }
