@@ -1,6 +1,6 @@
 <?php
 // Scenario 4: acquire + release in a loop in one process.
-// argv: lib (lease|lease_new|phpredis|symfony|symfony_new|symfony_lease|laravel_lease|laravel_redis),
+// argv: lib (lease|lease_new|lease_evalsha|phpredis|symfony|symfony_new|symfony_lease|laravel_lease|laravel_redis),
 // where (tcp|tls|cluster), n. symfony_lease and the laravel_ libs are the frameworks' own lock APIs, on
 // the bridge's stores (bridge/) and on the frameworks' Redis stores (phpredis), tcp only.
 // The _new variants make a new lock object for every lock, as applications write it. The endpoints
@@ -32,12 +32,14 @@ function phpredis(string $where, string $host, string $port, string $ca, array $
 switch ($lib) {
     case 'lease':
     case 'lease_new':
+    case 'lease_evalsha':
         $dsn = match ($where) {
-            'tcp' => "redis://$host:$port",
+            // lease_evalsha: lease_new with its scripts run by EVALSHA instead of as functions.
+            'tcp' => "redis://$host:$port" . ($lib === 'lease_evalsha' ? '?functions=0' : ''),
             'tls' => "rediss://$host:$port?cafile=" . rawurlencode($ca),
             'cluster' => 'redis-cluster://' . implode(',', $seeds),
         };
-        if ($lib === 'lease_new') {
+        if ($lib !== 'lease') {
             $op = function () use ($key, $dsn) {
                 $lock = new DistributedLock($key, 30.0, $dsn);
                 $lock->acquire();

@@ -40,6 +40,48 @@ function pct(array $xs, float $p): float
     return $xs[(int) min(count($xs) - 1, round($p * (count($xs) - 1)))];
 }
 
+/** Redis's own CPU time so far (user + system, seconds): getrusage, finer than /proc's ticks. */
+function redis_cpu(RlRaw $raw): float
+{
+    preg_match('/used_cpu_sys:([0-9.]+).*used_cpu_user:([0-9.]+)/s', (string) $raw->cmd('INFO', 'cpu'), $m);
+    return (float) $m[1] + (float) $m[2];
+}
+
+/**
+ * What $work (which does $ops operations) cost the Redis behind $raw, per operation, in µs: its CPU
+ * (less what it spends idle in the same time) and its commands' own time (INFO commandstats: a
+ * script's or function's time includes the commands it calls). The rest of the CPU is the round
+ * trips themselves (reading, parsing, replying): see the PING row.
+ */
+function redis_cost(RlRaw $raw, callable $work, int $ops): array
+{
+    static $idle = null;
+    if ($idle === null) {
+        $c = redis_cpu($raw);
+        usleep(1000000);
+        $idle = max(0.0, redis_cpu($raw) - $c);
+    }
+    $raw->cmd('CONFIG', 'RESETSTAT');
+    $c0 = redis_cpu($raw);
+    $t0 = hrtime(true);
+    $result = $work();
+    $secs = (hrtime(true) - $t0) / 1e9;
+    $cpu = redis_cpu($raw) - $c0 - $idle * $secs;
+    $usec = 0;
+    foreach (explode("\n", (string) $raw->cmd('INFO', 'commandstats')) as $line) {
+        if (preg_match('/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/', trim($line), $m) && !in_array($m[1], ['info', 'config|resetstat'], true)) {
+            $usec += (int) $m[2];
+        }
+    }
+    return ['cpu_us' => $cpu * 1e6 / $ops, 'cmd_us' => $usec / $ops, 'result' => $result];
+}
+
+/** Medians of redis_cost() figures, over the repetitions. */
+function cost_medians(array $costs): array
+{
+    return ['redis_cpu_us' => median(array_column($costs, 'cpu_us')), 'redis_cmd_us' => median(array_column($costs, 'cmd_us'))];
+}
+
 function say(string $fmt, ...$args): void
 {
     vprintf($fmt, $args);
@@ -97,20 +139,25 @@ $results['scenarios']['contended_session'] = $s1;
 
 // ---- 2. Uncontended sessions at full load: 16 requests in flight, each on its own session.
 say("2. uncontended sessions (16 in flight, a session each, 1600 requests)\n");
-$s2 = [];
+$s2 = $s2cost = [];
 $handlers = ['lease', 'files', 'phpredis_lock', 'phpredis', 'lease_norenew'];
 for ($r = 0; $r < $reps; $r++) {
     foreach ($handlers as $h) {
-        $t = hrtime(true);
-        for ($wave = 0; $wave < 100; $wave++) {
-            $client->multi(array_map(fn ($i) => $sessionReq($h, "s2$h$r$i", $wave), range(0, 15)), 30);
-        }
-        $s2[$h][] = 1600 / ((hrtime(true) - $t) / 1e9);
+        $cost = redis_cost($raw, function () use ($client, $sessionReq, $h, $r): float {
+            $t = hrtime(true);
+            for ($wave = 0; $wave < 100; $wave++) {
+                $client->multi(array_map(fn ($i) => $sessionReq($h, "s2$h$r$i", $wave), range(0, 15)), 30);
+            }
+            return 1600 / ((hrtime(true) - $t) / 1e9);
+        }, 1600);
+        $s2[$h][] = $cost['result'];
+        $s2cost[$h][] = $cost;
     }
 }
 foreach ($handlers as $h) {
-    $s2[$h] = ['req_per_s' => median($s2[$h])];
-    say("   %-14s %8.0f req/s\n", $h, $s2[$h]['req_per_s']);
+    $s2[$h] = ['req_per_s' => median($s2[$h])] + cost_medians($s2cost[$h]);
+    say("   %-14s %8.0f req/s   Redis: %5.1f µs CPU, %5.1f µs in commands per request\n", $h, $s2[$h]['req_per_s'],
+        $s2[$h]['redis_cpu_us'], $s2[$h]['redis_cmd_us']);
 }
 $results['scenarios']['uncontended_sessions'] = $s2;
 
@@ -168,7 +215,7 @@ foreach ($byClient as $cmds) {
     $req = [];
     foreach ($cmds as $c) {
         $req[] = $c;
-        if (count(array_keys($req, 'EVALSHA', true)) === 2) {
+        if (count(array_keys($req, 'FCALL', true)) + count(array_keys($req, 'EVALSHA', true)) === 2) {
             if (in_array('BLPOP', $req, true)) {
                 $waiterTrips[] = count($req);
             }
@@ -185,14 +232,14 @@ $results['scenarios']['round_trips'] = $s3;
 
 // ---- 4. DistributedLock acquire+release in a loop, one process.
 say("4. acquire+release loop in one process (20000 pairs)\n");
-$s4 = [];
+$s4 = $s4cost = [];
 $run = function (array $cmd): array {
     $out = shell_exec(implode(' ', array_map('escapeshellarg', $cmd)));
     return json_decode((string) $out, true) ?? throw new RuntimeException("failed: " . implode(' ', $cmd) . "\n$out");
 };
 // The framework rows: Laravel's Cache::lock() and Symfony's LockFactory on the bridge's stores (bridge/)
 // and on their own Redis stores (phpredis), a new lock object per lock as applications write it.
-$loops = ['lease tcp', 'lease_new tcp', 'phpredis tcp', 'symfony tcp', 'symfony_new tcp', 'lease tls', 'phpredis tls',
+$loops = ['lease tcp', 'lease_new tcp', 'lease_evalsha tcp', 'phpredis tcp', 'symfony tcp', 'symfony_new tcp', 'lease tls', 'phpredis tls',
     'lease cluster', 'phpredis cluster', 'laravel_lease tcp', 'laravel_redis tcp', 'symfony_lease tcp'];
 // The floor: what Redis's own C client gets for the same two commands (SET NX PX, then a
 // compare-and-delete EVAL), one connection, one at a time, as lock pairs per second; and redis-rs
@@ -211,8 +258,18 @@ for ($r = 0; $r < $reps; $r++) {
     foreach ($loops as $loop) {
         [$lib, $where] = explode(' ', $loop);
         $n = str_starts_with($lib, 'symfony') || str_starts_with($lib, 'laravel') ? '5000' : '20000';
-        $s4[$loop][] = $run([...$php, __DIR__ . '/lock_loop.php', $lib, $where, $n])['ops_per_s'];
+        $loopRun = fn () => $run([...$php, __DIR__ . '/lock_loop.php', $lib, $where, $n])['ops_per_s'];
+        if ($where !== 'tcp') {
+            $s4[$loop][] = $loopRun();
+            continue;
+        }
+        // With its 200 warm-up pairs.
+        $cost = redis_cost($raw, $loopRun, (int) $n + 200);
+        $s4[$loop][] = $cost['result'];
+        $s4cost[$loop][] = $cost;
     }
+    // What one round trip costs Redis, besides the command: a PING pair is two.
+    $s4cost['ping pair'][] = redis_cost($raw, fn () => $benchmark(['PING']), 10000);
     $set = $benchmark(['SET', 'bench:floor', 'v', 'NX', 'PX', '30000']);
     $del = $benchmark(['EVAL', $cad, '1', 'bench:floor', 'v']);
     $s4['floor tcp'][] = 1 / (1 / $set + 1 / $del);
@@ -222,9 +279,12 @@ for ($r = 0; $r < $reps; $r++) {
 }
 $loops = array_keys($s4);
 foreach ($loops as $loop) {
-    $s4[$loop] = ['ops_per_s' => median($s4[$loop])];
-    say("   %-18s %8.0f ops/s\n", $loop, $s4[$loop]['ops_per_s']);
+    $s4[$loop] = ['ops_per_s' => median($s4[$loop])] + (isset($s4cost[$loop]) ? cost_medians($s4cost[$loop]) : []);
+    say("   %-18s %8.0f ops/s%s\n", $loop, $s4[$loop]['ops_per_s'], isset($s4cost[$loop])
+        ? sprintf('   Redis: %5.1f µs CPU, %5.1f µs in commands per pair', $s4[$loop]['redis_cpu_us'], $s4[$loop]['redis_cmd_us']) : '');
 }
+$s4['ping pair'] = cost_medians($s4cost['ping pair']);
+say("   %-18s              Redis: %5.1f µs CPU, %5.1f µs in commands per pair\n", 'PING pair', $s4['ping pair']['redis_cpu_us'], $s4['ping pair']['redis_cmd_us']);
 $results['scenarios']['lock_loop'] = $s4;
 
 // ---- 5. Contended DistributedLock: 8 processes, lock, 1 ms of work, unlock.
@@ -319,16 +379,20 @@ $results['scenarios']['memory'] = $s6;
 // ---- 7. Read locks and semaphores (3 permits): acquire+release in a loop, one process, against
 // Symfony Lock 5.4's RedisStore read locks (saveRead) and Symfony Semaphore 5.4's RedisStore.
 say("7. read lock and semaphore (3 permits): acquire+release loop in one process\n");
-$s7 = [];
+$s7 = $s7cost = [];
 $loops7 = ['lease_read', 'symfony_read', 'lease_sem', 'symfony_sem'];
 for ($r = 0; $r < $reps; $r++) {
     foreach ($loops7 as $lib) {
-        $s7[$lib][] = $run([...$php, __DIR__ . '/shared_loop.php', $lib, str_starts_with($lib, 'symfony') ? '5000' : '20000'])['ops_per_s'];
+        $n7 = str_starts_with($lib, 'symfony') ? 5000 : 20000;
+        $cost = redis_cost($raw, fn () => $run([...$php, __DIR__ . '/shared_loop.php', $lib, (string) $n7])['ops_per_s'], $n7 + 200);
+        $s7[$lib][] = $cost['result'];
+        $s7cost[$lib][] = $cost;
     }
 }
 foreach ($loops7 as $lib) {
-    $s7[$lib] = ['ops_per_s' => median($s7[$lib])];
-    say("   %-18s %8.0f ops/s\n", $lib, $s7[$lib]['ops_per_s']);
+    $s7[$lib] = ['ops_per_s' => median($s7[$lib])] + cost_medians($s7cost[$lib]);
+    say("   %-18s %8.0f ops/s   Redis: %5.1f µs CPU, %5.1f µs in commands per pair\n", $lib, $s7[$lib]['ops_per_s'],
+        $s7[$lib]['redis_cpu_us'], $s7[$lib]['redis_cmd_us']);
 }
 $results['scenarios']['shared_loop'] = $s7;
 
@@ -416,6 +480,9 @@ $sharedRows = [
 
 // ---- The table: each target with the measured ratio.
 $r1 = $s1['lease']['wall_ms'];
+// Redis's CPU and its commands' time per operation, ours vs the anchor's, in µs.
+$cpuVs = fn (array $a, array $b) => sprintf('(CPU %.1f vs %.1f µs; commands %.1f vs %.1f µs)',
+    $a['redis_cpu_us'], $b['redis_cpu_us'], $a['redis_cmd_us'], $b['redis_cmd_us']);
 $rows = [
     ['1. contended session: wall vs files', $r1 / $s1['files']['wall_ms'], '<= 1.05x'],
     ['1. contended session: wall vs phpredis+locking', $r1 / $s1['phpredis_lock']['wall_ms'], '<= 0.75x'],
@@ -424,6 +491,15 @@ $rows = [
     ['2. uncontended sessions: req/s, renewed (default) vs not', $s2['lease']['req_per_s'] / $s2['lease_norenew']['req_per_s'], '>= 0.97x'],
     ['3. round trips per locked request', $s3['lease']['round_trips_per_request'], '<= 2 (phpredis: ' . $s3['phpredis_lock']['round_trips_per_request'] . ')'],
     ['3. round trips per contended request (a waiter, MONITOR)', $s3['lease_waiter']['round_trips_per_request'], '<= 2 (0 between release and holding)'],
+    ['R. Redis CPU per lock pair vs raw phpredis (reused object)', $s4['lease tcp']['redis_cpu_us'] / $s4['phpredis tcp']['redis_cpu_us'], '<= 1.30x ' . $cpuVs($s4['lease tcp'], $s4['phpredis tcp'])],
+    ['R. Redis CPU per lock pair vs raw phpredis (new object per lock)', $s4['lease_new tcp']['redis_cpu_us'] / $s4['phpredis tcp']['redis_cpu_us'], '<= 1.30x ' . $cpuVs($s4['lease_new tcp'], $s4['phpredis tcp'])],
+    ['R. Redis CPU per lock pair by EVALSHA (functions=0) vs raw phpredis', $s4['lease_evalsha tcp']['redis_cpu_us'] / $s4['phpredis tcp']['redis_cpu_us'], $cpuVs($s4['lease_evalsha tcp'], $s4['phpredis tcp'])],
+    ['R. Redis CPU per lock pair, Symfony RedisStore vs raw phpredis', $s4['symfony_new tcp']['redis_cpu_us'] / $s4['phpredis tcp']['redis_cpu_us'], $cpuVs($s4['symfony_new tcp'], $s4['phpredis tcp'])],
+    ['R. Redis CPU per locked session request vs phpredis\'s locking', $s2['lease']['redis_cpu_us'] / $s2['phpredis_lock']['redis_cpu_us'], '<= 1.0x ' . $cpuVs($s2['lease'], $s2['phpredis_lock'])],
+    ['R. Redis CPU per locked session request vs phpredis, no locking', $s2['lease']['redis_cpu_us'] / $s2['phpredis']['redis_cpu_us'], $cpuVs($s2['lease'], $s2['phpredis'])],
+    ['R. Redis CPU per read-lock pair vs Symfony RedisStore', $s7['lease_read']['redis_cpu_us'] / $s7['symfony_read']['redis_cpu_us'], $cpuVs($s7['lease_read'], $s7['symfony_read'])],
+    ['R. Redis CPU per semaphore pair vs Symfony Semaphore', $s7['lease_sem']['redis_cpu_us'] / $s7['symfony_sem']['redis_cpu_us'], $cpuVs($s7['lease_sem'], $s7['symfony_sem'])],
+    ['R. Redis CPU per PING pair (two round trips, no work; µs)', $s4['ping pair']['redis_cpu_us'], '(what any 2-round-trip lock costs Redis at least)'],
     ['4. lock loop: ops/s vs raw phpredis', $s4['lease tcp']['ops_per_s'] / $s4['phpredis tcp']['ops_per_s'], '>= 0.95x'],
     ['4. lock loop: ops/s vs Symfony Lock', $s4['lease tcp']['ops_per_s'] / $s4['symfony tcp']['ops_per_s'], '>= 3x'],
     ['4. lock loop, new object per lock: ops/s vs raw phpredis', $s4['lease_new tcp']['ops_per_s'] / $s4['phpredis tcp']['ops_per_s'], '>= 0.95x'],

@@ -45,7 +45,7 @@ foreach (['leases' => 'redis_lease store', 'redis' => 'Laravel\'s redis store (p
         // Waiting is a queue with handoff: about one script to take (or queue for) the lock and one to
         // release it per request; polling every 250 ms would add one per poll.
         $stats = rl_cmdstats($raw);
-        $scripts = ($stats['evalsha'] ?? 0) + ($stats['eval'] ?? 0);
+        $scripts = ($stats['fcall'] ?? 0) + ($stats['evalsha'] ?? 0) + ($stats['eval'] ?? 0);
         rl_ok("$label: at most 3 lock scripts per request (no polling)", $scripts <= 3 * N, "$scripts scripts");
     }
 }

@@ -162,7 +162,7 @@ foreach (['leases' => 'redis_lease store', 'redis' => 'Laravel\'s redis store (s
     $wall = microtime(true) - $t;
     $most = max(array_map(fn ($r) => $r->json()['inside'] ?? 0, $rs));
     $stats = rl_cmdstats($raw);
-    $scripts = ($stats['evalsha'] ?? 0) + ($stats['eval'] ?? 0);
+    $scripts = ($stats['fcall'] ?? 0) + ($stats['evalsha'] ?? 0) + ($stats['eval'] ?? 0);
     printf("info: funnel()->limit(3), %d requests of 30 ms, %s: %.3f s, at most %d inside at once, %d scripts, %d SET\n",
         N, $label, $wall, $most, $scripts, $stats['set'] ?? 0);
     if ($store === 'leases') {

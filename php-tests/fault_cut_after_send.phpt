@@ -47,7 +47,7 @@ rl_same('warm-up: acquire, isAcquired, refresh, release', [true, true, true, tru
 $k = rl_key('cut-acquire');
 $rk = rl_lock_key($k);
 $l = new DistributedLock($k, TTL, $dsn);
-$proxy->arm('cut', [$rk, rl_script_sha('acquire.lua')]);
+$proxy->arm('cut', [$rk, rl_script_marker('acquire.lua')]);
 $r = fault_outcome(fn() => $l->acquire());
 $ev = cut_event($proxy, 'L1');
 rl_same('L1: Redis granted the lock to the cut command', 1, $ev['reply'][0] ?? null);
@@ -62,7 +62,7 @@ rl_same('L1: the key is free', 0, $raw->cmd('EXISTS', $rk));
 $k = rl_key('cut-acquire-down');
 $rk = rl_lock_key($k);
 $l = new DistributedLock($k, TTL, $dsn);
-$proxy->arm('cut', [$rk, rl_script_sha('acquire.lua')], 'down');
+$proxy->arm('cut', [$rk, rl_script_marker('acquire.lua')], 'down');
 $r = fault_outcome(fn() => $l->acquire());
 $ev = cut_event($proxy, 'L2');
 rl_same('L2: acquire() throws ConnectionException', 'RedisLease\ConnectionException', $r['exception']);
@@ -79,7 +79,7 @@ rl_same('L2: the key is free', 0, $raw->cmd('EXISTS', $rk));
 $k = rl_key('cut-acquire-destroy');
 $rk = rl_lock_key($k);
 $l = new DistributedLock($k, TTL, $dsn);
-$proxy->arm('cut', [$rk, rl_script_sha('acquire.lua')], 'down');
+$proxy->arm('cut', [$rk, rl_script_marker('acquire.lua')], 'down');
 $r = fault_outcome(fn() => $l->acquire());
 cut_event($proxy, 'L3');
 rl_same('L3: acquire() throws ConnectionException', 'RedisLease\ConnectionException', $r['exception']);
@@ -92,7 +92,7 @@ rl_same('L3: after the destruction the key is free (not left to its ttl)', 0, $r
 $k = rl_key('hold-acquire-down');
 $rk = rl_lock_key($k);
 $l = new DistributedLock($k, TTL, $dsn);
-$proxy->arm('hold', [$rk, rl_script_sha('acquire.lua')], 'down');
+$proxy->arm('hold', [$rk, rl_script_marker('acquire.lua')], 'down');
 $r = fault_outcome(fn() => $l->acquire());
 cut_event($proxy, 'L4', 'hold');
 rl_same('L4: acquire() throws ConnectionException', 'RedisLease\ConnectionException', $r['exception']);
@@ -112,7 +112,7 @@ unset($l, $other);
 $k = rl_key('hold-acquire');
 $rk = rl_lock_key($k);
 $l = new DistributedLock($k, TTL, $dsn);
-$proxy->arm('hold', [$rk, rl_script_sha('acquire.lua')]);
+$proxy->arm('hold', [$rk, rl_script_marker('acquire.lua')]);
 $r = fault_outcome(fn() => $l->acquire());
 cut_event($proxy, 'L5', 'hold');
 rl_same('L5: acquire() returns true', true, $r['value'] ?? $r['exception']);
@@ -131,7 +131,7 @@ $rk = rl_lock_key($k);
 $l = new DistributedLock($k, TTL, $dsn);
 rl_same('L6: acquire()', true, $l->acquire());
 $lost = RedisLease\metrics()['lock_lost'];
-$proxy->arm('cut', [$rk, rl_script_sha('release.lua')]);
+$proxy->arm('cut', [$rk, rl_script_marker('release.lua')]);
 $r = fault_outcome(fn() => $l->release());
 $ev = cut_event($proxy, 'L6');
 rl_same('L6: Redis released it for the cut command', 1, $ev['reply']);
@@ -159,7 +159,7 @@ $rk = rl_lock_key($k);
 $l = new DistributedLock($k, TTL, $dsn);
 rl_same('L8: acquire()', true, $l->acquire());
 $lost = RedisLease\metrics()['lock_lost'];
-$proxy->arm('cut', [$rk, rl_script_sha('release.lua')], 'down');
+$proxy->arm('cut', [$rk, rl_script_marker('release.lua')], 'down');
 $r = fault_outcome(fn() => $l->release());
 $ev = cut_event($proxy, 'L8');
 rl_same('L8: Redis released it for the cut command', 1, $ev['reply']);
@@ -191,7 +191,7 @@ foreach (ST_FORMS as $form) {
     $j = $c->step('start', ['sid' => $sid]);
     rl_same("$form: S1: session_start()", [true, $old], [$j['started'] ?? null, $j['data'] ?? null]);
     $c->step('set', ['values' => ['s1' => 'new']]);
-    $proxy->arm('cut', [$dataKey, rl_script_sha('session_save.lua')]);
+    $proxy->arm('cut', [$dataKey, rl_script_marker('session_save.lua')]);
     $lost0 = $c->step('metrics')['counters']['session_lost'] ?? null;
     $j = $c->step('write');
     $ev = cut_event($proxy, "$form: S1");
@@ -207,7 +207,7 @@ foreach (ST_FORMS as $form) {
     // late must not overwrite the newer data.
     $c->step('start', ['sid' => $sid]);
     $c->step('set', ['values' => ['s2' => 'stale']]);
-    $proxy->arm('hold', [$dataKey, rl_script_sha('session_save.lua')]);
+    $proxy->arm('hold', [$dataKey, rl_script_marker('session_save.lua')]);
     $j = $c->step('write');
     cut_event($proxy, "$form: S2", 'hold');
     rl_same("$form: S2: the retried write succeeded without a warning", [], $j['warnings'] ?? null);
@@ -223,7 +223,7 @@ foreach (ST_FORMS as $form) {
     rl_same("$form: S2: no lock left", 0, $raw->cmd('EXISTS', $lockKey));
 
     // S3. The open's reply is cut (the proxy stays up): the session is opened once, with its data.
-    $proxy->arm('cut', [$lockKey, rl_script_sha('session_open.lua')]);
+    $proxy->arm('cut', [$lockKey, rl_script_marker('session_open.lua')]);
     $j = $c->step('start', ['sid' => $sid]);
     $ev = cut_event($proxy, "$form: S3");
     rl_same("$form: S3: Redis locked the session for the cut open", 1, $ev['reply'][0] ?? null);
@@ -236,7 +236,7 @@ foreach (ST_FORMS as $form) {
     rl_same("$form: S3: no lock left", 0, $raw->cmd('EXISTS', $lockKey));
 
     // S4. The open held back (the proxy stays up): voided and retried; the late open takes nothing.
-    $proxy->arm('hold', [$lockKey, rl_script_sha('session_open.lua')]);
+    $proxy->arm('hold', [$lockKey, rl_script_marker('session_open.lua')]);
     $j = $c->step('start', ['sid' => $sid]);
     cut_event($proxy, "$form: S4", 'hold');
     rl_same("$form: S4: session_start() succeeds with the stored data, no warning", [true, $now, []],
@@ -251,7 +251,7 @@ foreach (ST_FORMS as $form) {
     // learn the outcome. Redis has it all or nothing, and no lock is left.
     $c->step('start', ['sid' => $sid]);
     $c->step('set', ['values' => ['s5' => 'y']]);
-    $proxy->arm('cut', [$dataKey, rl_script_sha('session_save.lua')], 'down');
+    $proxy->arm('cut', [$dataKey, rl_script_marker('session_save.lua')], 'down');
     $j = $c->step('write');
     $ev = cut_event($proxy, "$form: S5");
     rl_ok("$form: S5: the write fails with our warning naming Redis", st_has_warning(st_ours($j['warnings'] ?? []), 'Redis at'),
@@ -264,7 +264,7 @@ foreach (ST_FORMS as $form) {
 
     // S6. The open's reply is cut and the proxy goes down: session_start() fails;
     // the lock Redis granted to the lost open ends within lock_ttl.
-    $proxy->arm('cut', [$lockKey, rl_script_sha('session_open.lua')], 'down');
+    $proxy->arm('cut', [$lockKey, rl_script_marker('session_open.lua')], 'down');
     $j = $c->step('start', ['sid' => $sid]);
     $ev = cut_event($proxy, "$form: S6");
     rl_same("$form: S6: session_start() fails", false, $j['started'] ?? null);

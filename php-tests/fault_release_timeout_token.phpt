@@ -28,7 +28,7 @@ foreach (['acquire()', 'refresh()', 'isAcquired()'] as $then) {
     $l = new DistributedLock($k, 10.0, $dsn);
     $l->acquire();
     $first = $l->getFencingToken();
-    $proxy->arm('stall', [$rk, rl_script_sha('release.lua')]);
+    $proxy->arm('stall', [$rk, rl_script_marker('release.lua')]);
     $r = fault_outcome(fn() => $l->release());
     rl_same("$then: the stalled release() throws ConnectionException", RedisLease\ConnectionException::class, $r['exception']);
     rl_ok("$then: ... the proxy stalled it", $proxy->awaitEvent('stall', 5.0) !== null);

@@ -62,8 +62,8 @@ $warmSem = new DistributedSemaphore(rl_key('warm'), 1, TTL, $dsn);
 rl_same('warm-up: semaphore', [true, true], [$warmSem->acquire(), $warmSem->release()]);
 
 foreach ($shapes as $shape => $s) {
-    $acquireSha = rl_script_sha('acquire.lua');
-    $releaseSha = rl_script_sha('release.lua');
+    $acquireSha = rl_script_marker('acquire.lua');
+    $releaseSha = rl_script_marker('release.lua');
 
     // C1. The acquire's reply is cut; the proxy stays up: resolved, adopted, one hold.
     $k = rl_key("$shape-cut");

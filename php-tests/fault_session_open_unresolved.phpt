@@ -12,7 +12,7 @@ $srv = rl_start_redis();
 $raw = new RlRaw($srv['port']);
 $proxy = FaultProxy::start($srv['port']);
 $dsn = $proxy->dsn('connect_timeout=1&read_timeout=0.3');
-$open = rl_script_sha('session_open.lua');
+$open = rl_script_marker('session_open.lua');
 
 /** Our warnings of a step, joined. */
 function warned(array $j): string

@@ -1,5 +1,5 @@
 --TEST--
-NOSCRIPT at any time: SCRIPT FLUSH runs back to back while 4 processes lock, refresh, inspect, fence and release (plain, contended and auto-renewed locks) and open and save sessions (class form); every operation succeeds, and the scripts were reloaded hundreds of times meanwhile (Redis 8 evicts EVAL-loaded scripts beyond 500, a failover or restart empties the cache: a script may be missing at any command)
+NOSCRIPT and "Function not found" at any time: SCRIPT FLUSH and FUNCTION FLUSH run back to back while 4 processes lock, refresh, inspect, fence and release (plain, contended and auto-renewed locks) and open and save sessions (class form); every operation succeeds, and the scripts were reloaded hundreds of times meanwhile (Redis 8 evicts EVAL-loaded scripts beyond 500, a failover or restart empties the cache, FUNCTION FLUSH or a new empty master loses the library: a script or function may be missing at any command; a function flushed twice in one call runs as a script)
 --INI--
 session.use_cookies=0
 session.cache_limiter=
@@ -14,13 +14,14 @@ $dsn = $srv['dsn'];
 const WORKERS = 4;
 const ROUNDS = 200;
 
-// The flusher: SCRIPT FLUSH in a loop until the workers are done (a control key says so).
+// The flusher: SCRIPT FLUSH and FUNCTION FLUSH in a loop until the workers are done (a control key says so).
 $stopKey = rl_key('stop');
 $flusher = rl_spawn_php('
 $raw = new RlRaw(' . $srv['port'] . ');
 $n = 0;
 while ($raw->cmd("EXISTS", ' . rl_export($stopKey) . ') === 0) {
     $raw->cmd("SCRIPT", "FLUSH");
+    $raw->cmd("FUNCTION", "FLUSH");
     $n++;
 }
 echo "flushes $n\n";

@@ -97,7 +97,7 @@ $d = new DistributedLock($k, 30.0, $pdsn);
 rl_same('(i) D takes the lock through the proxy', true, $d->acquire());
 $fence = $d->getFencingToken();
 rl_ok('(i) with a fencing token', is_int($fence));
-$proxy->arm('cut', [$lk, rl_script_sha('acquire.lua'), "\r\n\$1\r\nd\r\n"], 'down');
+$proxy->arm('cut', [$lk, rl_script_marker('acquire.lua'), "\r\n\$1\r\nd\r\n"], 'down');
 $res = fault_outcome(fn() => $d->acquireRead());
 rl_ok('(i) the downgrade throws (its outcome unknown)', $res['exception'] !== null, json_encode($res));
 rl_same('(i) in Redis it ran: D reads', [null, [$d->getToken()]], [$raw->cmd('GET', $lk), $raw->cmd('ZRANGE', "$lk:holders", 0, -1)]);

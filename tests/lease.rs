@@ -240,6 +240,59 @@ fn script_flush_falls_back_to_eval() {
     assert!(l.release(&h, false).unwrap());
 }
 
+/// The calls of `name` in INFO commandstats.
+fn calls(raw: &mut redis::Connection, name: &str) -> u64 {
+    let stats: String = redis::cmd("INFO").arg("commandstats").query(raw).unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[test]
+fn a_function_that_failed_after_it_ran_is_never_sent_again() {
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    // The library loaded, so that the next acquire is one FCALL.
+    let l = lease(&server, "warm");
+    let h = l.acquire(SEC, Duration::ZERO).unwrap().unwrap();
+    assert!(l.release(&h, false).unwrap());
+    // The void marker's EXISTS passes, then the queue's key is of the wrong type
+    // only for the slow path: the function fails part-way, after its reads.
+    let _: () = redis::cmd("SET")
+        .arg("lock:{ran}")
+        .arg("someone:")
+        .arg("PX")
+        .arg(10_000)
+        .query(&mut raw)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("lock:{ran}:waiters")
+        .arg("not a sorted set")
+        .query(&mut raw)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
+    let err = lease(&server, "ran")
+        .acquire(SEC, Duration::from_millis(500))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Reply(m) if m.contains("WRONGTYPE")),
+        "{err:?}"
+    );
+    assert_eq!(
+        (
+            calls(&mut raw, "fcall"),
+            calls(&mut raw, "evalsha"),
+            calls(&mut raw, "eval")
+        ),
+        (1, 0, 0),
+        "one FCALL, not run again as a script"
+    );
+}
+
 #[test]
 fn a_broken_pooled_connection_is_replaced_and_the_outcome_checked() {
     let server = RedisServer::start();

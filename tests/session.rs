@@ -76,41 +76,28 @@ fn a_locked_request_costs_two_round_trips() {
         .arg("commandstats")
         .query(&mut raw)
         .unwrap();
-    let calls: u64 = stats
-        .lines()
-        .filter(|l| {
-            l.starts_with("cmdstat_")
-                && !l.starts_with("cmdstat_config")
-                && !l.starts_with("cmdstat_info")
-        })
-        .map(|l| {
-            l.split("calls=")
-                .nth(1)
-                .unwrap()
-                .split(',')
-                .next()
-                .unwrap()
-                .parse::<u64>()
-                .unwrap()
-        })
-        .sum();
     // Commands run inside scripts are counted too; count the client's commands only.
-    let evalsha: u64 = stats
-        .lines()
-        .find(|l| l.starts_with("cmdstat_evalsha:"))
-        .map(|l| {
-            l.split("calls=")
-                .nth(1)
-                .unwrap()
-                .split(',')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
-        .unwrap_or(0);
-    assert_eq!(evalsha, 2, "open and write are one script each: {stats}");
-    assert!(calls >= 2);
+    let calls_of = |name: &str| -> u64 {
+        stats
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+            .map(|l| {
+                l.split("calls=")
+                    .nth(1)
+                    .unwrap()
+                    .split(',')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        (calls_of("fcall"), calls_of("evalsha"), calls_of("eval")),
+        (2, 0, 0),
+        "open and write are one function call each: {stats}"
+    );
 }
 
 #[test]

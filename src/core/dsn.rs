@@ -180,6 +180,8 @@ pub struct Endpoint {
     /// Key prefix given in the DSN (phpredis's `prefix=`), for the session store.
     pub prefix: Option<String>,
     pub wait: Option<Wait>,
+    /// Whether scripts may run as Redis Functions (`functions=0`: by EVALSHA only).
+    pub functions: bool,
 }
 
 /// What makes two endpoints the same Redis, to the connection pool: timeouts,
@@ -327,6 +329,9 @@ impl Endpoint {
                 query.push(format!("wait_timeout={}", t.as_millis()));
             }
         }
+        if !self.functions {
+            query.push("functions=0".into());
+        }
         if !query.is_empty() {
             out.push('?');
             out.push_str(&query.join("&"));
@@ -380,6 +385,7 @@ impl Parser<'_> {
             timeouts: defaults,
             prefix: None,
             wait: None,
+            functions: true,
         };
         let scheme = if let Some(path) = rest.strip_prefix("unix://") {
             self.unix_path(&mut ep, path)?;
@@ -759,6 +765,7 @@ impl Parser<'_> {
                         timeout: None,
                     });
                 }
+                "functions" => ep.functions = self.flag(&k, &v)?,
                 "wait_timeout" => {
                     let ms = v
                         .parse::<u64>()
@@ -774,7 +781,7 @@ impl Parser<'_> {
                         "an unknown query parameter (known: auth, user, database, timeout, \
                          connect_timeout, read_timeout, prefix, cafile, cert, key, verify_peer, \
                          verify_peer_name, stream[...], sentinel_auth, seed[], wait_replicas, \
-                         wait_timeout, persistent, weight, retry_interval, failover)",
+                         wait_timeout, functions, persistent, weight, retry_interval, failover)",
                     ))
                 }
             }
@@ -1027,6 +1034,18 @@ mod tests {
             })
         );
         assert_eq!(parse("redis://h?wait_replicas=0").unwrap().wait, None);
+    }
+
+    #[test]
+    fn functions() {
+        assert!(parse("redis://h").unwrap().functions);
+        assert!(parse("redis://h?functions=1").unwrap().functions);
+        let off = parse("redis://h?functions=0").unwrap();
+        assert!(!off.functions);
+        assert_eq!(off.redacted(), "redis://h:6379/0?functions=0");
+        // An unset template variable never changes how scripts run.
+        assert!(parse("redis://h?functions=").is_err());
+        assert!(parse("redis://h?functions=maybe").is_err());
     }
 
     #[test]

@@ -476,7 +476,7 @@ impl Lease {
             .key(&self.keys.weights)
             .arg(token.as_str())
             .arg(millis(ttl))
-            .invoke(&mut c.inner)?;
+            .call(&mut c.inner)?;
         Ok((n, self.wait_replicas(c, n == 1)?))
     }
 
@@ -803,11 +803,11 @@ impl Lease {
                     .key(&self.keys.weights)
                     .arg(token.as_str());
                 self.done_marker(&mut inv, token);
-                inv.invoke(&mut c.inner)
+                inv.call(&mut c.inner)
             }
             Some(data) => self
                 .save_script(data, token, b"", 0, "unlock")
-                .invoke(&mut c.inner),
+                .call(&mut c.inner),
         }
     }
 
@@ -820,7 +820,13 @@ impl Lease {
         secs: u64,
         op: &'a str,
     ) -> scripts::Invocation<'a> {
-        let mut inv = scripts::SESSION_SAVE.key(data_key);
+        // Only a write may be refused under maxmemory (see scripts.rs).
+        let script = if op == "write" {
+            &scripts::SESSION_SAVE
+        } else {
+            &scripts::SESSION_UNLOCK
+        };
+        let mut inv = script.key(data_key);
         inv.key(&self.keys.lock)
             .key(&self.keys.waiters)
             .key(&self.keys.terms)
@@ -903,7 +909,7 @@ impl Lease {
                 .key(&self.keys.waiters)
                 .key(&self.keys.terms)
                 .key(&self.keys.holders)
-                .invoke(&mut c.inner)?;
+                .call(&mut c.inner)?;
             let acks = self.wait_replicas(c, n == 1)?;
             let _ = self.replicated(acks, "The lock was released");
             Ok(n)
@@ -991,7 +997,7 @@ impl Lease {
                 .key(&self.keys.lock)
                 .key(&self.keys.fence)
                 .arg(hold.token.as_str())
-                .invoke(&mut c.inner)
+                .call(&mut c.inner)
         })?;
         let Some(v) = v else {
             metrics::incr(Counter::LockLost);
@@ -1009,7 +1015,7 @@ impl Lease {
             scripts::HELD
                 .key(&self.keys.lock)
                 .key(&self.keys.holders)
-                .invoke(&mut c.inner)
+                .call(&mut c.inner)
         })?;
         Ok(n == 1)
     }
@@ -1021,7 +1027,7 @@ impl Lease {
                 .key(&self.keys.lock)
                 .key(&self.keys.holders)
                 .arg(token.as_str())
-                .invoke(&mut c.inner)
+                .call(&mut c.inner)
         })?;
         self.parse_owned(v)
     }
@@ -1041,7 +1047,7 @@ impl Lease {
             }
             inv.arg(token.as_str())
                 .arg(millis(void_ttl(ttl)))
-                .invoke(&mut c.inner)
+                .call(&mut c.inner)
         })?;
         self.parse_owned(v)
     }
@@ -1199,7 +1205,7 @@ impl Claim for LockClaim {
                 .arg(self.want.mode())
                 .arg(limit)
                 .arg(weight)
-                .invoke(&mut c.inner)?;
+                .call(&mut c.inner)?;
             let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
             Ok((reply, acks))
         })?;

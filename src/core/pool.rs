@@ -170,6 +170,7 @@ impl Conn {
                 }
             }
         };
+        conn.inner.functions.off = !ep.functions;
         // Two DSNs for one Redis share a link; each call has its own read timeout.
         if conn.read_timeout != ep.timeouts.read {
             conn.read_timeout = ep.timeouts.read;

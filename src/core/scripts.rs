@@ -1,29 +1,40 @@
 //! The Lua scripts, compiled into the extension and hashed once per process.
 //!
-//! Each script is its own file preceded by the parts of `scripts/lib.lua` it uses
-//! (helpers shared by all of them: EVALSHA scripts cannot call each other). Only
-//! those: Redis runs a script's whole chunk on every call, and defining every
-//! helper each time cost a lock about 8 µs per script. A script runs by
-//! EVALSHA; when Redis does not know it (a restart, `SCRIPT FLUSH`, Redis 8
-//! evicting scripts beyond 500) it runs by EVAL with its source, which also
-//! caches it: one step that cannot be undone by a flush in between, as
-//! SCRIPT LOAD then EVALSHA can.
+//! Each script is its own file; `scripts/lib.lua` holds the helpers they share.
+//! They run as Redis Functions where the server has them: one library, loaded
+//! once per server (`FUNCTION LOAD`, by the first call that finds it missing),
+//! holding lib.lua and every script as a function. Redis builds the helpers
+//! once, at load, and functions are replicated and persisted, so they survive a
+//! failover and a restart. Where a server or user cannot (Redis 6, an ACL
+//! without FUNCTION, `functions=0` in the DSN) a script runs by EVALSHA,
+//! preceded by only the parts of lib.lua it uses (Redis runs an EVALSHA
+//! script's whole chunk on every call); when Redis does not know it (a restart,
+//! `SCRIPT FLUSH`, Redis 8 evicting scripts beyond 500) by EVAL with its
+//! source, which also caches it: one step that cannot be undone by a flush in
+//! between, as SCRIPT LOAD then EVALSHA can. Both run the same files.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use redis::{ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ServerErrorKind, ToRedisArgs};
 
-/// One script: its source and SHA-1.
+/// One script: its source and SHA-1 (EVALSHA) and its function's name (FCALL).
 pub struct Lua {
     pub source: String,
     hash: String,
+    function: String,
 }
 
 impl Lua {
-    fn new(source: String) -> Lua {
+    fn new(def: &Def) -> Lua {
+        let source = compose(LIB, def.body);
         let hash = redis::Script::new(&source).get_hash().to_string();
-        Lua { source, hash }
+        let function = format!("rl_{}_{}", def.name.to_ascii_lowercase(), LIBRARY.hash);
+        Lua {
+            source,
+            hash,
+            function,
+        }
     }
 
     pub fn get_hash(&self) -> &str {
@@ -95,21 +106,14 @@ impl<'a> Invocation<'a> {
         self
     }
 
-    /// The command running it: EVALSHA, or EVAL with its source.
-    fn cmd(&self, by_source: bool) -> redis::Cmd {
-        let script: &[u8] = if by_source {
-            self.lua.source.as_bytes()
-        } else {
-            self.lua.hash.as_bytes()
-        };
-        let data = script.len()
+    /// `name target numkeys keys... args...`: EVALSHA, EVAL or FCALL.
+    fn command(&self, name: &str, target: &[u8]) -> redis::Cmd {
+        let data = target.len()
             + 10
             + self.keys.iter().map(|k| k.len()).sum::<usize>()
             + self.args.iter().map(Vec::len).sum::<usize>();
         let mut cmd = redis::Cmd::with_capacity(3 + self.keys.len() + self.args.len(), data);
-        cmd.arg(if by_source { "EVAL" } else { "EVALSHA" })
-            .arg(script)
-            .arg(self.keys.len());
+        cmd.arg(name).arg(target).arg(self.keys.len());
         for key in &self.keys {
             cmd.arg(&key[..]);
         }
@@ -119,7 +123,15 @@ impl<'a> Invocation<'a> {
         cmd
     }
 
-    /// Runs it: EVALSHA, or EVAL when Redis does not know the script.
+    /// The command running it as a script: EVALSHA, or EVAL with its source.
+    fn cmd(&self, by_source: bool) -> redis::Cmd {
+        match by_source {
+            true => self.command("EVAL", self.lua.source.as_bytes()),
+            false => self.command("EVALSHA", self.lua.hash.as_bytes()),
+        }
+    }
+
+    /// Runs it as a script: EVALSHA, or EVAL when Redis does not know it.
     pub fn invoke<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
         match self.cmd(false).query(con) {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
@@ -127,6 +139,130 @@ impl<'a> Invocation<'a> {
             }
             other => other,
         }
+    }
+
+    /// FCALL of its function.
+    fn fcall(&self) -> redis::Cmd {
+        self.command("FCALL", self.lua.function.as_bytes())
+    }
+
+    /// Runs it on `con`: as a function where the link can (loading the library
+    /// where it is missing), else as a script. It is sent again, or as a script,
+    /// only after an answer that says it did not run: a function that ran and
+    /// failed half-way must not run twice.
+    pub fn call<T: FromRedisValue>(&self, con: &mut dyn Scripted) -> RedisResult<T> {
+        if !con.functions().usable() {
+            return self.invoke(con);
+        }
+        for _ in 0..2 {
+            match self.fcall().query(con) {
+                Err(e) if not_found(&e) => {}
+                Err(e) if fcall_refused(&e) => {
+                    con.functions().refused = true;
+                    return self.invoke(con);
+                }
+                other => return other,
+            }
+            match LIBRARY.load(con) {
+                Ok(()) => {}
+                // The link's state is unknown: the caller decides.
+                Err(e) if e.is_io_error() || e.is_timeout() => return Err(e),
+                Err(e) => {
+                    con.functions().refused |= !passing(&e);
+                    return self.invoke(con);
+                }
+            }
+        }
+        // Flushed again between load and call: a script cannot be.
+        self.invoke(con)
+    }
+}
+
+/// Whether a link runs our scripts as functions: unless its DSN says
+/// `functions=0` (set by the pool at each checkout), or its server or user
+/// turned them down once (remembered for the link's life).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Functions {
+    pub off: bool,
+    refused: bool,
+}
+
+impl Functions {
+    fn usable(&self) -> bool {
+        !self.off && !self.refused
+    }
+}
+
+/// A link that remembers whether it runs functions.
+pub trait Scripted: ConnectionLike {
+    fn functions(&mut self) -> &mut Functions;
+}
+
+/// "Function not found": nothing ran (a new server, `FUNCTION FLUSH`, a master
+/// that never had it).
+fn not_found(e: &redis::RedisError) -> bool {
+    e.detail()
+        .is_some_and(|d| d.starts_with("Function not found"))
+}
+
+/// FCALL itself refused (unknown, renamed away, not in the user's ACL): nothing
+/// ran. A refusal of a command inside a function names that command instead.
+fn fcall_refused(e: &redis::RedisError) -> bool {
+    let text = e.to_string().to_ascii_lowercase();
+    text.contains("'fcall'")
+        && (text.contains("unknown command") || text.contains("no permissions"))
+}
+
+/// A refusal to load that the next call may not meet (memory full, a master
+/// being demoted or loading, a Cluster resharding); any other (FUNCTION
+/// unknown or not in the user's ACL, no Lua engine, a server that cannot
+/// compile the library) stands for the link's life.
+fn passing(e: &redis::RedisError) -> bool {
+    matches!(
+        e.code(),
+        Some("OOM" | "READONLY" | "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN")
+    )
+}
+
+/// The library of functions: lib.lua once, then each script as a function
+/// (`rl_<script>_<hash>`). Its name and its functions' names carry the hash of
+/// its code: two versions of the extension (a rolling deploy) each find their
+/// own, as function names are global across libraries.
+pub struct Library {
+    code: String,
+    hash: String,
+}
+
+impl Library {
+    fn new() -> Library {
+        let mut body = String::from(LIB);
+        for def in DEFS {
+            let flags: Vec<String> = def.flags.iter().map(|f| format!("'{f}'")).collect();
+            body.push_str(&format!(
+                "redis.register_function{{function_name='rl_{}_@', flags={{{}}}, \
+                 callback=function(KEYS, ARGV)\n{}\nend}}\n",
+                def.name.to_ascii_lowercase(),
+                flags.join(", "),
+                def.body
+            ));
+        }
+        let hash = redis::Script::new(&body).get_hash()[..16].to_string();
+        let code = format!(
+            "#!lua name=redis_lease_{hash}\n{}",
+            body.replace("_@'", &format!("_{hash}'"))
+        );
+        Library { code, hash }
+    }
+
+    /// Loads it (on a Cluster, on every master). REPLACE: a library of this
+    /// name is this code, and another process may have loaded it meanwhile.
+    fn load(&self, con: &mut dyn ConnectionLike) -> RedisResult<()> {
+        redis::cmd("FUNCTION")
+            .arg("LOAD")
+            .arg("REPLACE")
+            .arg(&self.code)
+            .query::<redis::Value>(con)
+            .map(drop)
     }
 }
 
@@ -193,27 +329,48 @@ fn identifiers(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
 }
 
-macro_rules! script {
-    ($name:ident, $file:literal) => {
-        pub static $name: LazyLock<Lua> = LazyLock::new(|| {
-            Lua::new(compose(
-                include_str!("scripts/lib.lua"),
-                include_str!(concat!("scripts/", $file)),
-            ))
-        });
+/// A script file and how Redis may run it as a function.
+struct Def {
+    name: &'static str,
+    body: &'static str,
+    /// `allow-oom`: it frees or renews (as an EVAL script, it would run under
+    /// maxmemory: its first write is not one that grows memory, or it writes
+    /// only after a delete). `no-writes`: it only reads. None: refused whole
+    /// under OOM, as the script is at its first write.
+    flags: &'static [&'static str],
+}
+
+const LIB: &str = include_str!("scripts/lib.lua");
+
+macro_rules! scripts {
+    ($($name:ident $index:literal $file:literal [$($flag:literal),*];)*) => {
+        const DEFS: &[Def] = &[$(Def {
+            name: stringify!($name),
+            body: include_str!(concat!("scripts/", $file)),
+            flags: &[$($flag),*],
+        }),*];
+        $(pub static $name: LazyLock<Lua> = LazyLock::new(|| Lua::new(&DEFS[$index]));)*
     };
 }
 
-script!(ACQUIRE, "acquire.lua");
-script!(RELEASE, "release.lua");
-script!(FORCE_RELEASE, "force_release.lua");
-script!(REFRESH, "refresh.lua");
-script!(INSPECT, "inspect.lua");
-script!(HELD, "held.lua");
-script!(SURVEY, "survey.lua");
-script!(FENCE, "fence.lua");
-script!(RESOLVE, "resolve.lua");
-script!(SESSION_OPEN, "session_open.lua");
-script!(SESSION_SAVE, "session_save.lua");
-script!(SESSION_REVOKE, "session_revoke.lua");
-script!(SESSION_PUT, "session_put.lua");
+scripts! {
+    ACQUIRE 0 "acquire.lua" [];
+    RELEASE 1 "release.lua" ["allow-oom"];
+    FORCE_RELEASE 2 "force_release.lua" ["allow-oom"];
+    REFRESH 3 "refresh.lua" ["allow-oom"];
+    INSPECT 4 "inspect.lua" ["no-writes"];
+    HELD 5 "held.lua" ["no-writes"];
+    SURVEY 6 "survey.lua" ["no-writes"];
+    FENCE 7 "fence.lua" [];
+    RESOLVE 8 "resolve.lua" ["allow-oom"];
+    SESSION_OPEN 9 "session_open.lua" [];
+    // 'write': refused under OOM, as it was.
+    SESSION_SAVE 10 "session_save.lua" [];
+    // The other operations (unlock, touch, destroy).
+    SESSION_UNLOCK 11 "session_save.lua" ["allow-oom"];
+    SESSION_REVOKE 12 "session_revoke.lua" ["allow-oom"];
+    SESSION_PUT 13 "session_put.lua" [];
+}
+
+/// The functions' library.
+pub static LIBRARY: LazyLock<Library> = LazyLock::new(Library::new);

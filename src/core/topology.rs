@@ -20,6 +20,7 @@ use redis::{
 use crate::core::dsn::{Addr, Credentials, Endpoint, Tls, Topology};
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter};
+use crate::core::scripts::{Functions, Scripted};
 use crate::core::sentinel;
 
 /// A connection to Redis: to one node, or to a whole Cluster (redis-rs routes
@@ -28,6 +29,7 @@ pub(crate) struct Link {
     conn: Inner,
     /// For a Sentinel master: which node, and the service's generation then.
     pub(crate) master: Option<Master>,
+    pub(crate) functions: Functions,
 }
 
 enum Inner {
@@ -90,6 +92,7 @@ impl Link {
         Link {
             conn: Inner::Node(conn),
             master: None,
+            functions: Functions::default(),
         }
     }
 
@@ -305,6 +308,12 @@ impl Link {
     }
 }
 
+impl Scripted for Link {
+    fn functions(&mut self) -> &mut Functions {
+        &mut self.functions
+    }
+}
+
 impl ConnectionLike for Link {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.conn {
@@ -377,6 +386,7 @@ pub(crate) fn open(ep: &Endpoint) -> Result<Link> {
                 patience: ep.timeouts.read,
             })),
             master: None,
+            functions: Functions::default(),
         }),
     }
 }
@@ -582,6 +592,7 @@ fn master(ep: &Endpoint, sentinels: &[Addr], service: &str) -> Result<Link> {
                         generation,
                         verified: Instant::now(),
                     }),
+                    functions: Functions::default(),
                 });
             }
             Err(e) => why.push(format!("{sentinel} named {e}")),
