@@ -151,6 +151,62 @@ fn a_waiter_is_woken_by_release_not_by_the_lease_running_out() {
     );
 }
 
+/// An uncontended release is GET and DEL: a lock whose fence is still
+/// unassigned was taken with nobody queued, and a waiter that joins gives it a
+/// fence (acquire.lua), so its release hands the lock on, before it answers.
+#[test]
+fn a_waiter_behind_an_unfenced_lock_gives_it_a_fence_and_is_handed_it() {
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let value = |raw: &mut redis::Connection| -> Option<String> {
+        redis::cmd("GET").arg("lock:{fenced}").query(raw).unwrap()
+    };
+    let holder = lease(&server, "fenced");
+    // Alone: the release looks for nobody.
+    let h = holder.acquire(SEC * 30, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(value(&mut raw), Some(format!("{}:", h.token.as_str())));
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
+    assert!(holder.release(&h, false).unwrap());
+    assert_eq!(
+        (
+            calls(&mut raw, "get"),
+            calls(&mut raw, "del"),
+            calls(&mut raw, "exists")
+        ),
+        (1, 1, 0),
+        "an unfenced lock's release reads it and deletes it, nothing more"
+    );
+    // A waiter joins: the lock gets a fence, above any earlier one.
+    let mut h = holder.acquire(SEC * 30, Duration::ZERO).unwrap().unwrap();
+    let waiter = lease(&server, "fenced");
+    let t = std::thread::spawn(move || waiter.acquire(SEC * 30, SEC * 20).unwrap());
+    await_until(SEC * 5, "the waiter to queue", || {
+        exists(&mut raw, "lock:{fenced}:waiters")
+    });
+    let fenced = value(&mut raw).unwrap();
+    let (token, fence) = fenced.split_once(':').unwrap();
+    assert_eq!(token, h.token.as_str());
+    assert!(
+        fence.parse::<i64>().unwrap() > 0,
+        "fence assigned at the join: {fenced}"
+    );
+    assert_eq!(
+        holder.fence(&mut h).unwrap().map(|f| f.to_string()),
+        Some(fence.to_string()),
+        "the holder's fencing token is the one the join assigned"
+    );
+    assert!(holder.release(&h, false).unwrap());
+    // Handed on by the release itself: the lock is the waiter's already.
+    let next = value(&mut raw).expect("the release handed the lock on");
+    assert!(!next.starts_with(h.token.as_str()), "{next}");
+    let got = t.join().unwrap().expect("the waiter holds it");
+    assert!(next.starts_with(got.token.as_str()));
+    assert!(got.fence > fence.parse::<i64>().unwrap());
+}
+
 #[test]
 fn a_crashed_holder_blocks_no_longer_than_its_lease() {
     let server = RedisServer::start();

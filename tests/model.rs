@@ -68,6 +68,7 @@ const REVOKE_ONCE: &str = "a revocation spares the lease it handed on";
 const EXPIRY: &str = "every key of a lease expires in time";
 const PERMITS: &str = "never more permits than the limit that admitted the last one";
 const INTEREST: &str = "no grant outlives its holder's interest";
+const HANDOFF: &str = "a release leaves nobody waiting for what it freed";
 
 fn deep() -> bool {
     std::env::var("MODEL_DEPTH").is_ok_and(|v| v == "deep")
@@ -85,6 +86,8 @@ fn as_implemented() -> Fixes {
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
             weights_counted: true,
+            join_assigns_fence: true,
+            release_trusts_empty_fence: true,
         },
         check_reads_pttl: true,
         renewals_wait: true,
@@ -198,7 +201,7 @@ fn print_trace(
     }
 }
 
-const LOCK_PROPERTIES: [&str; 5] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST];
+const LOCK_PROPERTIES: [&str; 6] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HANDOFF];
 
 #[test]
 fn one_holder_across_a_planned_failover_with_wait_replicas() {
@@ -554,7 +557,7 @@ fn read_write() -> Config {
     config
 }
 
-const RW_PROPERTIES: [&str; 5] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST];
+const RW_PROPERTIES: [&str; 6] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HANDOFF];
 
 /// Readers share; a writer is alone; a writer queued before later readers goes
 /// first; readers queued together are woken together; an upgrade lets nobody
@@ -728,6 +731,24 @@ fn reverted_m_weights_counted_as_one_admit_past_the_limit() {
     config.fixes.scripts.weights_counted = false;
     let checker = check("(m) a weighted hold counted as one", config, Some(PERMITS));
     assert_violated(&*checker, PERMITS);
+}
+
+/// Fix (n) reverted: a waiter joins behind a lock taken on the fast path
+/// without giving it a fence, so its holder's release, trusting the empty fence
+/// to mean nobody queued (o), deletes it and hands it to nobody: the waiter
+/// sleeps until it asks again, with the lock free.
+#[test]
+fn reverted_n_a_release_trusting_an_empty_fence_strands_a_waiter() {
+    let mut config = locks(Failover::Planned);
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.fixes.scripts.join_assigns_fence = false;
+    let checker = check(
+        "(n) a join that leaves the fence empty",
+        config,
+        Some(HANDOFF),
+    );
+    assert_violated(&*checker, HANDOFF);
 }
 
 #[test]

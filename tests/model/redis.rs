@@ -266,6 +266,14 @@ pub struct Scripts {
     /// (m) lib.lua's `live_holders` counts a hold of several permits by its
     /// weight (`<lock>:weights`). Off: by its entry, as one.
     pub weights_counted: bool,
+    /// (n) acquire.lua gives a lock taken on the fast path (its fence still
+    /// unassigned) a fence when a waiter joins the queue behind it. Off: the
+    /// fence stays empty, and a release that trusts it (o) strands the waiter.
+    pub join_assigns_fence: bool,
+    /// (o) lib.lua's `let_go`: a lock whose fence is still unassigned was taken
+    /// on the fast path with nobody queued, and nobody has queued since (n):
+    /// its release deletes it without looking for waiters to hand it to.
+    pub release_trusts_empty_fence: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -538,6 +546,11 @@ impl Script<'_> {
     /// lib.lua's `let_go`: the lock alone, or a live shared hold; what that
     /// frees goes to the head of the queue. True when the token held something.
     pub fn let_go(&mut self, token: Token) -> bool {
+        let unfenced = self.db.lock.is_some_and(|l| l.fence.is_none());
+        if self.scripts.release_trusts_empty_fence && owns(self.db.lock, token) && unfenced {
+            self.db.lock = None;
+            return true;
+        }
         if owns(self.db.lock, token) {
             self.db.lock = None;
         } else {
@@ -740,6 +753,14 @@ impl Script<'_> {
             }
         }
         if wait > 0 {
+            // A lock taken on the fast path has no fence yet, and its release
+            // trusts that to mean nobody queued since (let_go): it gets one now.
+            if self.scripts.join_assigns_fence && self.db.lock.is_some_and(|l| l.fence.is_none()) {
+                let fence = self.next_fence();
+                if let Some(lock) = &mut self.db.lock {
+                    lock.fence = Some(fence);
+                }
+            }
             self.join_queue(token, ttl, wait, now, mode);
         } else {
             self.leave_queue(token);

@@ -259,6 +259,9 @@ pub struct Ghost {
     /// WAITed for: a lost release only delays the next holder until the lease
     /// ends by itself), and grant them again.
     pub before_failover: [u8; 3],
+    /// A release that answered 1 left the lock free while a waiter could have
+    /// had it (lib.lua's `grant`, run again right after, would hand it on).
+    pub stranded: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -416,6 +419,11 @@ impl State {
             }
         };
         let wrote = script.touched || self.redis.nodes[n].store != before;
+        if let (Req::Release { token }, Reply::Int(1)) = (req, reply) {
+            if !session(token) && node == self.redis.master() {
+                self.note_handoff(cfg, node);
+            }
+        }
         say(|| format!("{} runs {} -> {reply:?}", ["A", "B"][n], show(req)));
         if let Req::Revoke { nonce } = req {
             self.note_revoke(nonce, &before, node);
@@ -966,6 +974,10 @@ impl Model for System {
             Property::always("no grant outlives its holder's interest", |_, s: &State| {
                 s.ghost.unwanted_grant.is_none()
             }),
+            Property::always(
+                "a release leaves nobody waiting for what it freed",
+                |_, s: &State| !s.ghost.stranded,
+            ),
             Property::always("fencing tokens increase", |_, s: &State| {
                 !s.ghost.fence_regressed
             }),
@@ -1300,6 +1312,23 @@ impl State {
     /// After a script ran on the master: a token that holds something now and
     /// did not before must be wanted (the late run of an orphan included: a
     /// voided token takes nothing).
+    /// After a release on the master: `grant` run on a copy of what it left
+    /// must hand nothing (what it freed went to the waiters at the head).
+    fn note_handoff(&mut self, cfg: &Config, node: u8) {
+        let mut store = self.redis.nodes[usize::from(node)].store;
+        let mut micros = self.redis.micros;
+        let mut script = Script {
+            db: &mut store,
+            now: self.now,
+            micros: &mut micros,
+            touched: false,
+            scripts: cfg.fixes.scripts,
+        };
+        if script.grant(true, true, |_| None, None) {
+            self.ghost.stranded = true;
+        }
+    }
+
     fn note_grants(&mut self, before: &Store, node: u8) {
         // An old master's writes (until the sentinels demote it) are thrown away.
         if node != self.redis.master() {

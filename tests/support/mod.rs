@@ -79,8 +79,20 @@ impl RedisServer {
         server
     }
 
-    /// Starts a server with extra command-line arguments.
+    /// Starts a server with extra command-line arguments. A free port may be
+    /// taken by another test's server before ours binds it (ours then exits):
+    /// the server that answers must be our child (INFO's process_id), else it
+    /// starts again on another port.
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        for _ in 0..5 {
+            if let Some(server) = RedisServer::try_start(extra) {
+                return server;
+            }
+        }
+        panic!("redis-server did not start (5 ports tried)");
+    }
+
+    fn try_start(extra: &[&str]) -> Option<RedisServer> {
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("redis_lease_test_{}_{port}", std::process::id()));
@@ -103,19 +115,24 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server must be installed (apt-get install redis-server)");
-        let server = RedisServer {
+        let mut server = RedisServer {
             port_hold: None,
             port,
             tls_port: 0,
             child,
             dir,
         };
+        let pid = format!("process_id:{}\r", server.child.id());
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(mut c) = server.client().get_connection() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return server;
+                if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
+                    // Another test's server on this port: ours could not bind it.
+                    return info.contains(&pid).then_some(server);
                 }
+            }
+            if server.child.try_wait().ok().flatten().is_some() {
+                return None;
             }
             assert!(
                 Instant::now() < deadline,

@@ -131,6 +131,11 @@ if mode == 'u' then
   end
 end
 if wait > 0 then
+  -- A lock taken on the fast path has no fence yet, and its release trusts that
+  -- to mean nobody queued since (lib.lua's let_go): it gets one now.
+  if value and string.sub(value, -1) == ':' then
+    redis.call('SET', lock, value .. next_fence(KEYS[2], math.max(redis.call('PTTL', lock), 0)), 'KEEPTTL')
+  end
   join_queue(waiters, terms, token, ttl, wait, now, mode, limit, weight)
 else
   leave_queue(waiters, terms, token)

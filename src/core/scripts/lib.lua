@@ -295,7 +295,15 @@ end
 -- hold; what that frees goes to the waiters at the head of the queue (see
 -- grant). True when the token held something.
 local function let_go(lock, holders, waiters, terms, fence_key, token, weights)
-  if owns(redis.call('GET', lock), token) then
+  local value = redis.call('GET', lock)
+  if value == token .. ':' then
+    -- Taken on the fast path, its fence still unassigned: nobody has queued since
+    -- (a waiter that joins assigns it, acquire.lua), so there is nobody to hand
+    -- it to.
+    redis.call('DEL', lock)
+    return true
+  end
+  if owns(value, token) then
     redis.call('DEL', lock)
   else
     -- A shared hold whose lease ran out lingers until a script drops it: it
