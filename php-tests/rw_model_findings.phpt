@@ -31,7 +31,7 @@ $tok = static fn(string $c) => str_repeat($c, 32);
 $k = rl_key('stale-wake');
 $lk = rl_lock_key($k);
 [$tw, $tr] = [$tok('a'), $tok('b')];
-rl_same('(j) W takes the lock', 1, $acquire($lk, $tw, 'w', 0)[0]);
+rl_same('(j) W takes the lock', 1, $acquire($lk, $tw, 'w', 0)); // the fast path's bare 1
 rl_same('(j) R queues as a reader', 0, $acquire($lk, $tr, 'r', 5000)[0]);
 rl_same('(j) W downgrades: R is let in with it', [1, '0'], $acquire($lk, $tw, 'd', 0));
 rl_same("(j) R's grant left a wake-up on its list", 1, $raw->cmd('LLEN', "$lk:wake:$tr"));
@@ -54,7 +54,7 @@ rl_same('(j) released', true, $r->release());
 $k = rl_key('late-adopted');
 $lk = rl_lock_key($k);
 [$tw, $tc] = [$tok('c'), $tok('d')];
-rl_same('(k) W takes the lock', 1, $acquire($lk, $tw, 'w', 0)[0]);
+rl_same('(k) W takes the lock', 1, $acquire($lk, $tw, 'w', 0));
 rl_same("(k) C's first attempt queues", 0, $acquire($lk, $tc, 'w', 5000)[0]);
 rl_same("(k) W releases: the lock goes to C's token", 1, $release($lk, $tw));
 rl_same("(k) C's client lost its second attempt's reply: resolve.lua finds the token holding", 2,

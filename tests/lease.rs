@@ -207,6 +207,43 @@ fn a_waiter_behind_an_unfenced_lock_gives_it_a_fence_and_is_handed_it() {
     assert!(got.fence > fence.parse::<i64>().unwrap());
 }
 
+/// The uncontended acquire is answered with a bare 1 (the cheapest reply for
+/// Redis to build); every other answer keeps its `{status, detail}` pair.
+#[test]
+fn a_lock_taken_on_the_fast_path_is_answered_with_a_bare_number() {
+    use redis::Value;
+    use redis_lease::core::scripts::ACQUIRE;
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let attempt = |raw: &mut redis::Connection, token: &str| -> Value {
+        let k = |suffix: &str| format!("lock:{{bare}}{suffix}");
+        ACQUIRE
+            .key(k("").as_bytes())
+            .key(k(":fence").as_bytes())
+            .key(k(":waiters").as_bytes())
+            .key(k(":terms").as_bytes())
+            .key(k(&format!(":void:{token}")).as_bytes())
+            .key(k(":holders").as_bytes())
+            // A lock's claim: no weights key, no limit or weight (permits only).
+            .arg(token)
+            .arg(30_000)
+            .arg(0)
+            .arg("w")
+            .invoke(raw)
+            .unwrap()
+    };
+    assert_eq!(attempt(&mut raw, &"a".repeat(32)), Value::Int(1));
+    match attempt(&mut raw, &"b".repeat(32)) {
+        Value::Array(pair) => assert_eq!(pair.first(), Some(&Value::Int(0)), "{pair:?}"),
+        other => panic!("a busy lock's answer is a pair: {other:?}"),
+    }
+    // And the engine reads the bare 1 as taken, with no fence yet.
+    let l = lease(&server, "bare2");
+    let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(h.fence, 0);
+    assert!(l.release(&h, false).unwrap());
+}
+
 #[test]
 fn a_crashed_holder_blocks_no_longer_than_its_lease() {
     let server = RedisServer::start();

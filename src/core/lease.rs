@@ -398,6 +398,8 @@ impl Lease {
         }
         let status = match reply {
             Value::Array(v) => v.first(),
+            // acquire.lua's fast path answers a bare 1.
+            Value::Int(_) => Some(reply),
             _ => None,
         };
         match status {
@@ -637,10 +639,10 @@ impl Lease {
         }
     }
 
-    /// Reads a claim script's `{status, detail}`: 1, it took the lease (set no
-    /// earlier than `taken`, when the attempt was sent); 2, the lease was handed to
-    /// us while we waited (no earlier than `handed`, when the last attempt that found
-    /// it held was sent); 0, busy (detail: the holder's pttl).
+    /// Reads a claim script's `{status, detail}` (a bare 1 reads as `{1, ''}`): 1, it
+    /// took the lease (set no earlier than `taken`, when the attempt was sent); 2, the
+    /// lease was handed to us while we waited (no earlier than `handed`, when the last
+    /// attempt that found it held was sent); 0, busy (detail: the holder's pttl).
     fn parse_attempt<C: Claim>(
         &self,
         c: &C,
@@ -649,8 +651,11 @@ impl Lease {
         taken: Instant,
         handed: Instant,
     ) -> Result<Attempt<C::Won>> {
-        let (status, detail): (i64, Value) =
-            FromRedisValue::from_redis_value(reply).map_err(|e| self.unexpected(&e))?;
+        let (status, detail): (i64, Value) = match reply {
+            // acquire.lua's fast path: taken, its fence not assigned yet.
+            Value::Int(1) => (1, Value::BulkString(Vec::new())),
+            reply => FromRedisValue::from_redis_value(reply).map_err(|e| self.unexpected(&e))?,
+        };
         match status {
             1 => Ok(Attempt::Acquired(c.won(self, token, detail, taken)?)),
             2 => Ok(Attempt::Acquired(c.won(self, token, detail, handed)?)),
@@ -1186,26 +1191,30 @@ impl Claim for LockClaim {
         will_wait: Duration,
         generation: u64,
     ) -> std::result::Result<Value, Failure> {
-        let (limit, weight) = match self.want {
-            Want::Permit(limit, weight) => (limit, weight),
-            _ => (0, 1),
+        // Only permits weigh: a lock's claim leaves the weights out (every key and
+        // argument costs Redis time on each call).
+        let permits = match self.want {
+            Want::Permit(limit, weight) => Some((limit, weight)),
+            _ => None,
         };
         let (reply, acks) = lease.call(|c| {
-            let reply: Value = scripts::ACQUIRE
-                .key(&lease.keys.lock)
-                .key(&lease.keys.fence)
+            let mut inv = scripts::ACQUIRE.key(&lease.keys.lock);
+            inv.key(&lease.keys.fence)
                 .key(&lease.keys.waiters)
                 .key(&lease.keys.terms)
                 .key(lease.keys.void(token))
-                .key(&lease.keys.holders)
-                .key(&lease.keys.weights)
-                .arg(token.as_str())
+                .key(&lease.keys.holders);
+            if permits.is_some() {
+                inv.key(&lease.keys.weights);
+            }
+            inv.arg(token.as_str())
                 .arg(millis(self.ttl))
                 .arg(millis(will_wait))
-                .arg(self.want.mode())
-                .arg(limit)
-                .arg(weight)
-                .call(&mut c.inner)?;
+                .arg(self.want.mode());
+            if let Some((limit, weight)) = permits {
+                inv.arg(limit).arg(weight);
+            }
+            let reply: Value = inv.call(&mut c.inner)?;
             let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
             Ok((reply, acks))
         })?;
@@ -1270,7 +1279,9 @@ fn server_error_text(e: &redis::RedisError) -> String {
 /// in its own words: say what they mean for us.
 fn scripting_hint(e: &redis::RedisError) -> &'static str {
     let text = e.to_string().to_ascii_lowercase();
-    let scripts = ["eval", "script", "lua"].iter().any(|w| text.contains(w));
+    let scripts = ["eval", "script", "lua", "fcall", "function"]
+        .iter()
+        .any(|w| text.contains(w));
     let refused = [
         "unknown command",
         "noperm",
@@ -1282,8 +1293,8 @@ fn scripting_hint(e: &redis::RedisError) -> &'static str {
     .iter()
     .any(|w| text.contains(w));
     if scripts && refused {
-        " (redis_lease runs Lua scripts, by EVALSHA and EVAL: this server or user cannot run them; \
-         enable scripting, or grant the user @scripting)"
+        " (redis_lease runs Lua scripts, as functions (FCALL) or by EVALSHA and EVAL: this server \
+         or user cannot run them; enable scripting, or grant the user @scripting)"
     } else {
         ""
     }

@@ -29,7 +29,7 @@ impl Lua {
     fn new(def: &Def) -> Lua {
         let source = compose(LIB, def.body);
         let hash = redis::Script::new(&source).get_hash().to_string();
-        let function = format!("rl_{}_{}", def.name.to_ascii_lowercase(), LIBRARY.hash);
+        let function = function_name(def, &LIBRARY.hash);
         Lua {
             source,
             hash,
@@ -224,6 +224,11 @@ fn passing(e: &redis::RedisError) -> bool {
     )
 }
 
+/// The name of `def`'s function in the library whose code hashes to `hash`.
+fn function_name(def: &Def, hash: &str) -> String {
+    format!("rl_{}_{hash}", def.name.to_ascii_lowercase())
+}
+
 /// The library of functions: lib.lua once, then each script as a function
 /// (`rl_<script>_<hash>`). Its name and its functions' names carry the hash of
 /// its code: two versions of the extension (a rolling deploy) each find their
@@ -238,10 +243,11 @@ impl Library {
         let mut body = String::from(LIB);
         for def in DEFS {
             let flags: Vec<String> = def.flags.iter().map(|f| format!("'{f}'")).collect();
+            // '@': the hash, known once the whole body is.
             body.push_str(&format!(
-                "redis.register_function{{function_name='rl_{}_@', flags={{{}}}, \
+                "redis.register_function{{function_name='{}', flags={{{}}}, \
                  callback=function(KEYS, ARGV)\n{}\nend}}\n",
-                def.name.to_ascii_lowercase(),
+                function_name(def, "@"),
                 flags.join(", "),
                 def.body
             ));

@@ -3,14 +3,15 @@
 -- is free and nobody queues before us; otherwise queue for it.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
 -- KEYS[5] void marker of this token, KEYS[6] shared holds (readers, permits),
--- KEYS[7] the permits' weights
+-- KEYS[7] the permits' weights ('p' only)
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] how long the caller will still wait,
 -- in ms (0: it will not, and leaves the queue), ARGV[4] mode: 'w' alone, 'r' as a
 -- reader, 'u' alone, for a token that holds it as a reader (an upgrade), 'd' as a
--- reader, for a token that holds it alone (a downgrade), 'p' permits; ARGV[5]
--- the semaphore's limit, ARGV[6] how many permits at once ('p')
--- Returns {1, fence} when it took it (fence '' when left unassigned, see below;
--- '0' for a shared hold), {2, fence} when it was handed to us while we waited,
+-- reader, for a token that holds it alone (a downgrade), 'p' permits; ('p'
+-- only:) ARGV[5] the semaphore's limit, ARGV[6] how many permits at once
+-- Returns 1 when it took the lock alone on the fast path (its fence left
+-- unassigned, see below: a bare number is the cheapest reply Redis builds),
+-- {1, fence} when it took it otherwise ('0' for a shared hold), {2, fence} when it was handed to us while we waited,
 -- {0, pttl} when others hold it (pttl: until the first of their leases ends; -1:
 -- no expiry), {0, -2} when this token was voided (its sender gave up on this
 -- attempt), {-3, 0} for an upgrade while another reader waits to upgrade (each
@@ -28,7 +29,7 @@ local weights = mode == 'p' and KEYS[7] or nil
 if mode == 'w' then
   if redis.call('EXISTS', KEYS[5], waiters, holders) == 0
       and redis.call('SET', lock, token .. ':', 'NX', 'PX', ttl) then
-    return {1, ''}
+    return 1
   end
 elseif mode == 'r' then
   if redis.call('EXISTS', KEYS[5], waiters, lock) == 0 then
