@@ -58,25 +58,31 @@ impl RedisServer {
     /// serving certificate `cert` of the test PKI; `auth_clients`: mutual TLS.
     pub fn start_tls(cert: &str, auth_clients: bool, extra: &[&str]) -> RedisServer {
         let pki = pki();
-        let tls_port = free_port();
         let file = |name: &str| pki.join(name).to_string_lossy().into_owned();
-        let mut args: Vec<String> = vec![
-            "--tls-port".into(),
-            tls_port.to_string(),
-            "--tls-cert-file".into(),
-            file(&format!("{cert}.pem")),
-            "--tls-key-file".into(),
-            file(&format!("{cert}.key")),
-            "--tls-ca-cert-file".into(),
-            file("ca.pem"),
-            "--tls-auth-clients".into(),
-            if auth_clients { "yes" } else { "no" }.into(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut server = RedisServer::start_with(&args);
-        server.tls_port = tls_port;
-        server
+        // The TLS port is drawn again on each try: another test's server may take
+        // it first, and ours then exits (as for the plain port, `start_with`).
+        for _ in 0..5 {
+            let tls_port = free_port();
+            let mut args: Vec<String> = vec![
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--tls-cert-file".into(),
+                file(&format!("{cert}.pem")),
+                "--tls-key-file".into(),
+                file(&format!("{cert}.key")),
+                "--tls-ca-cert-file".into(),
+                file("ca.pem"),
+                "--tls-auth-clients".into(),
+                if auth_clients { "yes" } else { "no" }.into(),
+            ];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            if let Some(mut server) = RedisServer::try_start(&args) {
+                server.tls_port = tls_port;
+                return server;
+            }
+        }
+        panic!("redis-server did not start with TLS (5 port pairs tried)");
     }
 
     /// Starts a server with extra command-line arguments. A free port may be
