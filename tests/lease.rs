@@ -213,27 +213,28 @@ fn a_waiter_behind_an_unfenced_lock_gives_it_a_fence_and_is_handed_it() {
 fn a_lock_taken_on_the_fast_path_is_answered_with_a_bare_number() {
     use redis::Value;
     use redis_lease::core::scripts::ACQUIRE;
+    use redis_lease::core::token::Token;
     let server = RedisServer::start();
     let mut raw = server.conn();
-    let attempt = |raw: &mut redis::Connection, token: &str| -> Value {
-        let k = |suffix: &str| format!("lock:{{bare}}{suffix}");
+    let keys = LeaseKeys::for_lock(b"lock:", b"bare");
+    let attempt = |raw: &mut redis::Connection, token: &Token| -> Value {
         ACQUIRE
-            .key(k("").as_bytes())
-            .key(k(":fence").as_bytes())
-            .key(k(":waiters").as_bytes())
-            .key(k(":terms").as_bytes())
-            .key(k(&format!(":void:{token}")).as_bytes())
-            .key(k(":holders").as_bytes())
+            .key(&keys.lock)
+            .key(&keys.fence)
+            .key(&keys.waiters)
+            .key(&keys.terms)
+            .key(keys.void(token))
+            .key(&keys.holders)
             // A lock's claim: no weights key, no limit or weight (permits only).
-            .arg(token)
+            .arg(token.as_str())
             .arg(30_000)
             .arg(0)
             .arg("w")
             .invoke(raw)
             .unwrap()
     };
-    assert_eq!(attempt(&mut raw, &"a".repeat(32)), Value::Int(1));
-    match attempt(&mut raw, &"b".repeat(32)) {
+    assert_eq!(attempt(&mut raw, &Token::generate()), Value::Int(1));
+    match attempt(&mut raw, &Token::generate()) {
         Value::Array(pair) => assert_eq!(pair.first(), Some(&Value::Int(0)), "{pair:?}"),
         other => panic!("a busy lock's answer is a pair: {other:?}"),
     }

@@ -398,8 +398,6 @@ impl Lease {
         }
         let status = match reply {
             Value::Array(v) => v.first(),
-            // acquire.lua's fast path answers a bare 1.
-            Value::Int(_) => Some(reply),
             _ => None,
         };
         match status {
@@ -639,10 +637,10 @@ impl Lease {
         }
     }
 
-    /// Reads a claim script's `{status, detail}` (a bare 1 reads as `{1, ''}`): 1, it
-    /// took the lease (set no earlier than `taken`, when the attempt was sent); 2, the
-    /// lease was handed to us while we waited (no earlier than `handed`, when the last
-    /// attempt that found it held was sent); 0, busy (detail: the holder's pttl).
+    /// Reads a claim script's `{status, detail}`: 1, it took the lease (set no
+    /// earlier than `taken`, when the attempt was sent); 2, the lease was handed to
+    /// us while we waited (no earlier than `handed`, when the last attempt that found
+    /// it held was sent); 0, busy (detail: the holder's pttl).
     fn parse_attempt<C: Claim>(
         &self,
         c: &C,
@@ -651,11 +649,8 @@ impl Lease {
         taken: Instant,
         handed: Instant,
     ) -> Result<Attempt<C::Won>> {
-        let (status, detail): (i64, Value) = match reply {
-            // acquire.lua's fast path: taken, its fence not assigned yet.
-            Value::Int(1) => (1, Value::BulkString(Vec::new())),
-            reply => FromRedisValue::from_redis_value(reply).map_err(|e| self.unexpected(&e))?,
-        };
+        let (status, detail): (i64, Value) =
+            FromRedisValue::from_redis_value(reply).map_err(|e| self.unexpected(&e))?;
         match status {
             1 => Ok(Attempt::Acquired(c.won(self, token, detail, taken)?)),
             2 => Ok(Attempt::Acquired(c.won(self, token, detail, handed)?)),
@@ -1214,7 +1209,12 @@ impl Claim for LockClaim {
             if let Some((limit, weight)) = permits {
                 inv.arg(limit).arg(weight);
             }
-            let reply: Value = inv.call(&mut c.inner)?;
+            let reply = match inv.call(&mut c.inner)? {
+                // The fast path's bare 1 (the cheapest reply for Redis to build):
+                // taken, its fence not assigned yet.
+                Value::Int(1) => Value::Array(vec![Value::Int(1), Value::BulkString(Vec::new())]),
+                reply => reply,
+            };
             let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
             Ok((reply, acks))
         })?;

@@ -11,8 +11,8 @@
 -- only:) ARGV[5] the semaphore's limit, ARGV[6] how many permits at once
 -- Returns 1 when it took the lock alone on the fast path (its fence left
 -- unassigned, see below: a bare number is the cheapest reply Redis builds),
--- {1, fence} when it took it otherwise ('0' for a shared hold), {2, fence} when it was handed to us while we waited,
--- {0, pttl} when others hold it (pttl: until the first of their leases ends; -1:
+-- {1, fence} when it took it otherwise ('0' for a shared hold), {2, fence} when
+-- it was handed to us while we waited, {0, pttl} when others hold it (pttl: until the first of their leases ends; -1:
 -- no expiry), {0, -2} when this token was voided (its sender gave up on this
 -- attempt), {-3, 0} for an upgrade while another reader waits to upgrade (each
 -- would wait for the other for ever), and {-4, 0} for a conversion whose own
