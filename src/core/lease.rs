@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, FromRedisValue, Value};
 
-use crate::core::dsn::{Endpoint, Topology};
+use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 pub use crate::core::hold::Hold;
 use crate::core::hold::{millis, Kind};
@@ -114,11 +114,6 @@ impl LeaseKeys {
     /// The list a waiting `token` sleeps on (see lib.lua's `hand_off`).
     pub fn wake(&self, token: &Token) -> Vec<u8> {
         [self.lock.as_slice(), b":wake:", token.as_str().as_bytes()].concat()
-    }
-
-    /// Marks an unlock by `token` as done, on a Cluster (see lib.lua's `mark_done`).
-    pub fn done(&self, token: &Token) -> Vec<u8> {
-        self.marker(b"done", token)
     }
 
     /// A short-lived marker `<lock>:<what>:<token>`, in the lock's slot.
@@ -381,11 +376,10 @@ impl Lease {
 
     /// With `wait_replicas`, after a claim script on `c` answered `reply`: a lease
     /// it granted us is WAITed for on this link. Taken by this run (1), the script's
-    /// own SET is what WAIT counts. Handed to us earlier (2), or found again by a
-    /// resent command (a Cluster client runs a command again on a fresh link after
-    /// the first one broke, and its first run took it): this link wrote nothing,
-    /// so the lease is first extended on it, owner-checked, and that write is what
-    /// WAIT counts (the replication stream is in order: it covers the grant).
+    /// own SET is what WAIT counts. Handed to us earlier (2): this link wrote
+    /// nothing, so the lease is first extended on it, owner-checked, and that
+    /// write is what WAIT counts (the replication stream is in order: it covers
+    /// the grant).
     pub(crate) fn replicate_claim(
         &self,
         c: &mut Conn,
@@ -697,15 +691,7 @@ impl Lease {
         let mut conn = Conn::checkout(&self.endpoint)?;
         // BLPOP's timeout 0 means forever: never send it.
         let secs = format!("{:.3}", nap.as_secs_f64().max(0.001));
-        // On a Cluster, the client resends a command whose reply it stopped waiting
-        // for: there, Redis's own timeout always ends the nap (up to a tick late).
-        let cluster = matches!(self.endpoint.topology, Topology::Cluster { .. });
-        let listen = nap
-            + if last && !cluster {
-                BLPOP_SLACK
-            } else {
-                BLPOP_TICK
-            };
+        let listen = nap + if last { BLPOP_SLACK } else { BLPOP_TICK };
         let res = conn.set_read_timeout(listen).and_then(|_| {
             redis::cmd("BLPOP")
                 .arg(self.keys.wake(token))
@@ -791,7 +777,7 @@ impl Lease {
 
     /// Runs the unlock of `token` for this kind of lease: release.lua for a lock,
     /// session_save.lua's 'unlock' for a session (whose next waiter gets the data).
-    /// 1: unlocked now; 2: by this token's earlier run (on a Cluster); 0: not ours.
+    /// 1: unlocked now; 0: not ours.
     fn unlock(&self, c: &mut Conn, token: &Token) -> redis::RedisResult<i64> {
         match &self.keys.data {
             None => {
@@ -802,7 +788,6 @@ impl Lease {
                     .key(&self.keys.holders)
                     .key(&self.keys.weights)
                     .arg(token.as_str());
-                self.done_marker(&mut inv, token);
                 inv.call(&mut c.inner)
             }
             Some(data) => self
@@ -834,21 +819,7 @@ impl Lease {
             .arg(data)
             .arg(secs)
             .arg(op);
-        self.done_marker(&mut inv, token);
         inv
-    }
-
-    /// On a Cluster, whose client resends a command after a broken or timed-out
-    /// connection, an unlock leaves a marker its own second run recognizes: the
-    /// marker's key (last of KEYS) and lifetime (last of ARGV), long enough for
-    /// the client's retries and the redirects `ClusterLink` follows after them.
-    fn done_marker(&self, inv: &mut scripts::Invocation<'_>, token: &Token) {
-        if let Topology::Cluster { .. } = self.endpoint.topology {
-            let t = &self.endpoint.timeouts;
-            let tries = crate::core::topology::CLUSTER_RETRIES + 2;
-            let keep = (t.connect + t.read) * tries + Duration::from_secs(1);
-            inv.key(self.keys.done(token)).arg(millis(keep));
-        }
     }
 
     /// Releases `hold`. True when it was ours and is now free (or handed to the
@@ -865,7 +836,7 @@ impl Lease {
         // A release that a failover loses only delays the next holder (its lease
         // ends by itself): a WAIT shortfall is counted, not reported.
         let run = |c: &mut Conn| {
-            let n = self.unlock(c, &hold.token)?.min(1);
+            let n = self.unlock(c, &hold.token)?;
             let acks = self.wait_replicas(c, n == 1)?;
             let _ = self.replicated(acks, "The lock was released");
             Ok(n)

@@ -1,9 +1,10 @@
 //! The pure Rust core: no PHP types here, so all of it runs under `cargo test`.
 //!
 //! Dependencies point one way, down: inspect -> lock/session -> lease -> watchdog
-//! -> pool -> topology -> hold/sentinel -> dsn -> scripts/metrics/token (and
+//! -> pool -> topology -> cluster/hold/sentinel -> dsn -> scripts/metrics/token (and
 //! compress, under session). `inspect` only reads what the floors below wrote.
 
+pub(crate) mod cluster;
 pub mod compress;
 pub mod dsn;
 pub mod error;

@@ -553,8 +553,7 @@ impl SessionStore {
                     let n: i64 = s
                         .lease
                         .save_script(s.data_key(), &hold.token, data, secs, op)
-                        .call::<i64>(&mut c.inner)?
-                        .min(1);
+                        .call::<i64>(&mut c.inner)?;
                     let acks = s.lease.wait_replicas(c, n == 1)?;
                     Ok((n, acks))
                 };

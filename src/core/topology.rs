@@ -11,20 +11,20 @@ use std::path::Path;
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use redis::cluster::{ClusterClientBuilder, ClusterConnection};
 use redis::{
     ClientTlsConfig, Cmd, ConnectionAddr, ConnectionInfo, ConnectionLike, ErrorKind,
-    IntoConnectionInfo, RedisConnectionInfo, RedisResult, Role, TlsCertificates, TlsMode, Value,
+    IntoConnectionInfo, RedisConnectionInfo, RedisResult, Role, TlsCertificates, Value,
 };
 
+use crate::core::cluster::Cluster;
 use crate::core::dsn::{Addr, Credentials, Endpoint, Tls, Topology};
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter};
 use crate::core::scripts::{Functions, Scripted};
 use crate::core::sentinel;
 
-/// A connection to Redis: to one node, or to a whole Cluster (redis-rs routes
-/// each command to the node that serves its key).
+/// A connection to Redis: to one node, or to a whole Cluster (each command
+/// routed to the node that serves its key: see `cluster`).
 pub(crate) struct Link {
     conn: Inner,
     /// For a Sentinel master: which node, and the service's generation then.
@@ -34,7 +34,7 @@ pub(crate) struct Link {
 
 enum Inner {
     Node(redis::Connection),
-    Cluster(Box<ClusterLink>),
+    Cluster(Box<Cluster>),
 }
 
 /// The master a link to a Sentinel service goes to (see `sentinel`).
@@ -44,47 +44,6 @@ pub(crate) struct Master {
     pub(crate) generation: u64,
     /// When the sentinels last named it (or a subscription vouched for it).
     pub(crate) verified: Instant,
-}
-
-/// A Cluster connection, and how long a command may keep being redirected.
-pub(crate) struct ClusterLink {
-    conn: ClusterConnection,
-    patience: Duration,
-}
-
-impl ClusterLink {
-    /// redis-rs follows a redirect or two itself, but while a slot migrates (ASK,
-    /// then TRYAGAIN for a script whose keys are split between the two nodes) or
-    /// the nodes disagree after a failover (MOVED back and forth, CLUSTERDOWN) it
-    /// can run out of retries. Those replies mean the command did not run, so
-    /// asking again is always safe: done here, with short growing pauses, until
-    /// the read timeout is spent.
-    fn patiently<T>(
-        &mut self,
-        mut f: impl FnMut(&mut ClusterConnection) -> RedisResult<T>,
-    ) -> RedisResult<T> {
-        let deadline = Instant::now() + self.patience;
-        let mut pause = Duration::from_millis(5);
-        loop {
-            match f(&mut self.conn) {
-                Err(e) if not_run(&e) && Instant::now() + pause < deadline => {
-                    metrics::incr(Counter::Retries);
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                other => return other,
-            }
-        }
-    }
-}
-
-/// A Cluster reply saying the command was not run where it was sent.
-fn not_run(e: &redis::RedisError) -> bool {
-    use redis::ServerErrorKind as K;
-    matches!(
-        e.kind(),
-        ErrorKind::Server(K::Moved | K::Ask | K::TryAgain | K::ClusterDown)
-    )
 }
 
 impl Link {
@@ -103,16 +62,13 @@ impl Link {
     pub(crate) fn set_read_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
         match &mut self.conn {
             Inner::Node(c) => c.set_read_timeout(Some(timeout)),
-            Inner::Cluster(c) => {
-                c.patience = timeout;
-                c.conn.set_read_timeout(Some(timeout))
-            }
+            Inner::Cluster(c) => c.set_read_timeout(timeout),
         }
     }
 
     /// WAIT for `replicas` replicas to acknowledge this link's writes, at most
-    /// `timeout`: how many did. On a Cluster, only the master serving `key` is
-    /// asked (redis-rs would ask every master otherwise).
+    /// `timeout`: how many did. On a Cluster, on the connection to the master
+    /// serving `key` that wrote it.
     pub(crate) fn wait(
         &mut self,
         key: &[u8],
@@ -124,14 +80,7 @@ impl Link {
         match &mut self.conn {
             Inner::Node(c) => cmd.query(c),
             Inner::Cluster(c) => {
-                use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-                let route = Route::with_key(key, SlotAddr::Master);
-                let v = c.patiently(|c| {
-                    c.route_command(
-                        &cmd,
-                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-                    )
-                })?;
+                let v = c.wait(key, &cmd)?.extract_error()?;
                 redis::FromRedisValue::from_redis_value(v).map_err(Into::into)
             }
         }
@@ -151,20 +100,8 @@ impl Link {
     ) -> RedisResult<Vec<i64>> {
         let deadline = Instant::now() + timeout;
         let cluster = self.is_cluster();
-        let shard = |key: &[u8]| cluster.then(|| redis::cluster_routing::Slot::for_key(key));
-        // WAIT counts this connection's own writes: one sent again on a fresh
-        // connection would count none and return at once, as if they had all been
-        // acknowledged. redis-rs's cluster client resends a command after a
-        // dropped connection (so: not here) or a read timeout (a WAIT that took
-        // the whole read timeout is not believed).
-        let resent_after = match &mut self.conn {
-            Inner::Cluster(c) => {
-                c.conn.set_auto_reconnect(false);
-                Some(c.patience)
-            }
-            Inner::Node(_) => None,
-        };
-        let mut asked: Vec<(Option<redis::cluster_routing::Slot>, i64)> = Vec::new();
+        let shard = |key: &[u8]| cluster.then(|| crate::core::cluster::slot(key));
+        let mut asked: Vec<(Option<u16>, i64)> = Vec::new();
         let mut acks = Vec::with_capacity(keys.len());
         let mut result = Ok(());
         for key in keys {
@@ -173,17 +110,10 @@ impl Link {
                 Some(&(_, n)) => n,
                 None => {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    let sent = Instant::now();
                     let reply = if left.is_zero() {
                         Ok(0)
                     } else {
                         self.wait(key, replicas, left)
-                    };
-                    let reply = match resent_after {
-                        Some(t) if reply.is_ok() && sent.elapsed() >= t => Err(
-                            redis::RedisError::from((ErrorKind::Io, "WAIT answered too late")),
-                        ),
-                        _ => reply,
                     };
                     let n = match reply {
                         Ok(n) => n,
@@ -203,14 +133,12 @@ impl Link {
             };
             acks.push(n);
         }
-        if let Inner::Cluster(c) = &mut self.conn {
-            c.conn.set_auto_reconnect(true);
-        }
         result.map(|_| acks)
     }
 
-    /// Sends `cmds` in one round trip (one per node on a Cluster). An error reply
-    /// stays in its command's place; a failed round trip fails them all.
+    /// Sends `cmds` in one round trip (one per node on a Cluster: see
+    /// `Cluster::pipeline`). An error reply stays in its command's place; a
+    /// failed round trip fails them all.
     pub(crate) fn pipeline(&mut self, cmds: Vec<Cmd>) -> RedisResult<Vec<Value>> {
         match &mut self.conn {
             Inner::Node(c) => {
@@ -221,13 +149,7 @@ impl Link {
                 }
                 p.query(c)
             }
-            Inner::Cluster(c) => {
-                let mut p = redis::cluster::cluster_pipe();
-                for cmd in cmds {
-                    p.add_command(cmd);
-                }
-                c.patiently(|c| p.query(c))
-            }
+            Inner::Cluster(c) => c.pipeline(&cmds),
         }
     }
 }
@@ -239,36 +161,19 @@ impl Link {
         let Inner::Cluster(c) = &mut self.conn else {
             return Ok(vec![None]);
         };
-        use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
-        let cmd = redis::cmd("CLUSTER").arg("SLOTS").clone();
-        // Any master that answers will do: one of them may be down.
-        let route = RoutingInfo::MultiNode((
-            MultipleNodeRoutingInfo::AllMasters,
-            Some(ResponsePolicy::OneSucceeded),
-        ));
-        let v = c.patiently(|c| c.route_command(&cmd, route.clone()))?;
-        use redis::FromRedisValue;
-        // [[start, end, [host, port, id, ...], replicas...], ...]
-        let mut masters: Vec<Option<(String, u16)>> = Vec::new();
-        if let Value::Array(ranges) = v {
-            for range in ranges {
-                let Value::Array(parts) = range else { continue };
-                let Some(Value::Array(master)) = parts.get(2) else {
-                    continue;
-                };
-                let host = master
-                    .first()
-                    .and_then(|h| String::from_redis_value_ref(h).ok());
-                let port = master
-                    .get(1)
-                    .and_then(|p| u16::from_redis_value_ref(p).ok());
-                if let (Some(host), Some(port)) = (host, port) {
-                    let node = Some((host, port));
-                    if !masters.contains(&node) {
-                        masters.push(node);
-                    }
-                }
-            }
+        let masters: Vec<Option<(String, u16)>> = c
+            .master_addrs()
+            .into_iter()
+            .filter_map(|a| match a {
+                Addr::Tcp { host, port } => Some(Some((host, port))),
+                Addr::Unix(_) => None,
+            })
+            .collect();
+        if masters.is_empty() {
+            return Err(redis::RedisError::from((
+                ErrorKind::Io,
+                "No master of the Cluster answered",
+            )));
         }
         Ok(masters)
     }
@@ -289,12 +194,11 @@ impl Link {
             .arg(count);
         let v = match (&mut self.conn, node) {
             (Inner::Cluster(c), Some((host, port))) => {
-                use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                let addr = Addr::Tcp {
                     host: host.clone(),
                     port: *port,
-                });
-                c.conn.route_command(&cmd, route)?
+                };
+                c.run_at(addr, &cmd)?.extract_error()?
             }
             (Inner::Cluster(_), None) => {
                 return Err(redis::RedisError::from((
@@ -318,7 +222,7 @@ impl ConnectionLike for Link {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.conn {
             Inner::Node(c) => c.req_packed_command(cmd),
-            Inner::Cluster(c) => c.patiently(|c| c.req_packed_command(cmd)),
+            Inner::Cluster(_) => Err(packed_on_cluster()),
         }
     }
 
@@ -330,38 +234,46 @@ impl ConnectionLike for Link {
     ) -> RedisResult<Vec<Value>> {
         match &mut self.conn {
             Inner::Node(c) => c.req_packed_commands(cmd, offset, count),
-            // Not repeated: part of a pipeline may have run.
-            Inner::Cluster(c) => c.conn.req_packed_commands(cmd, offset, count),
+            Inner::Cluster(_) => Err(packed_on_cluster()),
         }
     }
 
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match &mut self.conn {
             Inner::Node(c) => c.req_command(cmd),
-            Inner::Cluster(c) => c.patiently(|c| c.req_command(cmd)),
+            Inner::Cluster(c) => c.run(cmd),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.conn {
             Inner::Node(c) => c.get_db(),
-            Inner::Cluster(c) => c.conn.get_db(),
+            Inner::Cluster(_) => 0,
         }
     }
 
     fn check_connection(&mut self) -> bool {
         match &mut self.conn {
             Inner::Node(c) => c.check_connection(),
-            Inner::Cluster(c) => c.conn.check_connection(),
+            Inner::Cluster(c) => c.check_connection(),
         }
     }
 
     fn is_open(&self) -> bool {
         match &self.conn {
             Inner::Node(c) => c.is_open(),
-            Inner::Cluster(c) => c.conn.is_open(),
+            Inner::Cluster(c) => c.is_open(),
         }
     }
+}
+
+/// Packed bytes name no key to route by: a Cluster link takes commands
+/// (`Cmd`), and pipelines through `Link::pipeline`.
+fn packed_on_cluster() -> redis::RedisError {
+    redis::RedisError::from((
+        ErrorKind::Client,
+        "A Cluster link routes commands, not packed bytes",
+    ))
 }
 
 /// Installs rustls's crypto provider (ring) for the process, once. Called at
@@ -380,15 +292,23 @@ pub(crate) fn open(ep: &Endpoint) -> Result<Link> {
     match &ep.topology {
         Topology::Node(addr) => node(ep, addr, &ep.auth, ep.db).map(Link::node),
         Topology::Sentinel { sentinels, service } => master(ep, sentinels, service),
-        Topology::Cluster { seeds } => cluster(ep, seeds).map(|conn| Link {
-            conn: Inner::Cluster(Box::new(ClusterLink {
-                conn,
-                patience: ep.timeouts.read,
-            })),
-            master: None,
-            functions: Functions::default(),
-        }),
+        Topology::Cluster { seeds } => {
+            init_tls();
+            let cluster = Cluster::open(ep, seeds, cluster_node).map_err(|why| {
+                Error::Connection(format!("Cannot connect to {}: {why}", ep.location()))
+            })?;
+            Ok(Link {
+                conn: Inner::Cluster(Box::new(cluster)),
+                master: None,
+                functions: Functions::default(),
+            })
+        }
     }
+}
+
+/// Connects to a node of a Cluster (its databases are all 0).
+fn cluster_node(ep: &Endpoint, addr: &Addr) -> Result<redis::Connection> {
+    node(ep, addr, &ep.auth, 0)
 }
 
 /// Connects to one node, with `auth` and `db`.
@@ -668,61 +588,4 @@ pub(crate) fn ask_master(ep: &Endpoint) -> Option<(Addr, u64)> {
         let (addr, epoch) = ask_sentinel(ep, s, service).ok()?;
         Some(sentinel::found(ep, &addr, epoch))
     })
-}
-
-/// How often redis-rs's cluster client tries a command again itself (a MOVED
-/// redirect, with a fresh slot map; an ASK; TRYAGAIN, CLUSTERDOWN or LOADING; a
-/// broken or timed-out connection). Once is enough: redirects that go on are
-/// followed by `ClusterLink::patiently`, and each retry of a command to a node
-/// that stopped answering costs one more connect and read timeout, so a request
-/// caught by a dead master fails within about twice its timeouts
-/// (redis-rs's default is 16 retries, with waits of seconds).
-pub(crate) const CLUSTER_RETRIES: u32 = 1;
-
-/// A Cluster connection (redis-rs's sync cluster client: it learns the slots from
-/// the seeds, routes each command by its first key, and follows MOVED and ASK).
-fn cluster(ep: &Endpoint, seeds: &[Addr]) -> Result<ClusterConnection> {
-    init_tls();
-    let fail = |e: &dyn std::fmt::Display| {
-        Error::Connection(format!("Cannot connect to {}: {e}", ep.location()))
-    };
-    let infos: Vec<ConnectionInfo> = seeds
-        .iter()
-        .map(|s| connection_info(ep, s, &ep.auth, 0))
-        .collect::<RedisResult<_>>()
-        .map_err(|e| fail(&e))?;
-    let mut builder = ClusterClientBuilder::new(infos)
-        .connection_timeout(ep.timeouts.connect)
-        .response_timeout(ep.timeouts.read)
-        .retries(CLUSTER_RETRIES)
-        .min_retry_wait(5)
-        .max_retry_wait(100);
-    if let Some(u) = &ep.auth.username {
-        builder = builder.username(u);
-    }
-    if let Some(p) = &ep.auth.password {
-        builder = builder.password(p);
-    }
-    if let Some(tls) = &ep.tls {
-        builder = builder.tls(if tls.verify_peer {
-            TlsMode::Secure
-        } else {
-            TlsMode::Insecure
-        });
-        if tls.verify_peer && !tls.verify_peer_name {
-            builder = builder.danger_accept_invalid_hostnames(true);
-        }
-        if let Some(certs) = certificates(tls)? {
-            builder = builder.certs(certs);
-        }
-    }
-    let conn = builder
-        .build()
-        .and_then(|client| client.get_connection())
-        .map_err(|e| fail(&describe(&e, ep)))?;
-    conn.set_read_timeout(Some(ep.timeouts.read))
-        .and_then(|_| conn.set_write_timeout(Some(ep.timeouts.read)))
-        .map_err(|e| fail(&e))?;
-    metrics::incr(Counter::Connects);
-    Ok(conn)
 }

@@ -569,21 +569,6 @@ impl Script<'_> {
         true
     }
 
-    /// lib.lua's `done_before`. Its marker is declared only on a Redis Cluster,
-    /// whose client resends commands; the model is a Sentinel setup (`marker` is
-    /// always `None`), where the caller's own retry settles a second run.
-    pub fn done_before(&mut self, marker: Option<()>) -> u8 {
-        match marker {
-            Some(()) => unreachable!("Cluster done markers are not modelled"),
-            None => 0,
-        }
-    }
-
-    /// lib.lua's `mark_done` (see `done_before`).
-    pub fn mark_done(&mut self, marker: Option<()>) {
-        debug_assert!(marker.is_none());
-    }
-
     /// lib.lua's `unwake`.
     pub fn unwake(&mut self, token: Token) {
         self.db.wake.retain(|w| w.token != token);
@@ -786,16 +771,14 @@ impl Script<'_> {
     pub fn release(&mut self, token: Token, session: bool) -> Reply {
         if session {
             if !owns(self.db.lock, token) {
-                return Reply::Int(self.done_before(None));
+                return Reply::Int(0);
             }
             self.pass_on(false, |db| db.data);
-            self.mark_done(None);
             return Reply::Int(1);
         }
         if !self.let_go(token) {
-            return Reply::Int(self.done_before(None));
+            return Reply::Int(0);
         }
-        self.mark_done(None);
         Reply::Int(1)
     }
 
@@ -953,12 +936,11 @@ impl Script<'_> {
     /// session_save.lua with op 'write'.
     pub fn session_save(&mut self, token: Token, data: Data) -> Reply {
         if !owns(self.db.lock, token) {
-            return Reply::Int(self.done_before(None));
+            return Reply::Int(0);
         }
         self.db.data = Some(data);
         // payload(): 'd' .. ARGV[2], the data just written.
         self.pass_on(false, |db| db.data);
-        self.mark_done(None);
         Reply::Int(1)
     }
 

@@ -333,27 +333,6 @@ local function read_held_data(data_key, lock, waiters, terms)
   return data
 end
 
--- Redis Cluster's client resends a command whose connection failed (or timed
--- out), so an unlock may run twice: the second run must say what the first did,
--- not "the lock was not ours". Unlocks on a Cluster leave a short-lived marker of
--- their token (declared by the caller, who knows its token).
-local function mark_done(marker, ms)
-  if marker then
-    redis.call('SET', marker, '1', 'PX', ms)
-  end
-end
-
--- A second run that finds the marker writes it again: the resent command runs on
--- a fresh link, and the WAIT that follows counts only that link's writes; coming
--- after the first run in the replication stream, this one covers it.
-local function done_before(marker, ms)
-  if marker and redis.call('EXISTS', marker) == 1 then
-    redis.call('SET', marker, '1', 'PX', ms)
-    return 2
-  end
-  return 0
-end
-
 -- A waiter's wake-up list is a key no script can declare (a releaser does not
 -- know the waiter's token in advance). During a Cluster slot migration Redis
 -- refuses such keys ("non local key"): those calls may fail without failing the

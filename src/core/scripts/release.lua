@@ -2,13 +2,10 @@
 -- Release our hold on a lock (alone or shared) or a semaphore permit, handing
 -- what that frees to the waiters at the head of the queue (see lib.lua's grant).
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
--- KEYS[5] shared holds, KEYS[6] their weights, KEYS[7] (Redis Cluster) this
--- token's done marker
--- ARGV[1] token, ARGV[2] how long the done marker lasts, in ms
--- Returns 1 when released, 0 when we held nothing (nothing changed), 2 when this
--- token's own earlier run released it (see mark_done).
+-- KEYS[5] shared holds, KEYS[6] their weights
+-- ARGV[1] token
+-- Returns 1 when released, 0 when we held nothing (nothing changed).
 if not let_go(KEYS[1], KEYS[5], KEYS[3], KEYS[4], KEYS[2], ARGV[1], KEYS[6]) then
-  return done_before(KEYS[7], ARGV[2])
+  return 0
 end
-mark_done(KEYS[7], ARGV[2])
 return 1

@@ -1,16 +1,14 @@
 -- Model: tests/model/redis.rs, Script::session_save ('write') and Script::release ('unlock', sessions).
 -- Save a session and unlock it, only while our lease still holds the lock; the
 -- lock (with the data just saved) goes to the next waiting request, if any.
--- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] (Redis
--- Cluster) this token's done marker
+-- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms
 -- ARGV[1] token, ARGV[2] data, ARGV[3] data ttl in seconds, ARGV[4] 'write' to
 -- store ARGV[2], 'touch' to renew the data's ttl (lazy_write), 'destroy' to delete
--- it, 'unlock' to leave it as it is; ARGV[5] how long the done marker lasts, in ms
--- Returns 1 when saved and unlocked, 0 when the lease was lost (nothing changed),
--- 2 when this token's own earlier run did it (see mark_done).
+-- it, 'unlock' to leave it as it is
+-- Returns 1 when saved and unlocked, 0 when the lease was lost (nothing changed).
 local data_key, lock, op = KEYS[1], KEYS[2], ARGV[4]
 if not owns(redis.call('GET', lock), ARGV[1]) then
-  return done_before(KEYS[5], ARGV[5])
+  return 0
 end
 if op == 'write' then
   redis.call('SET', data_key, ARGV[2], 'EX', ARGV[3])
@@ -29,5 +27,4 @@ local function payload()
   return data and 'd' .. data or 'n'
 end
 pass_on(lock, KEYS[3], KEYS[4], nil, payload)
-mark_done(KEYS[5], ARGV[5])
 return 1

@@ -1,0 +1,545 @@
+//! A Redis Cluster, routed here: each command goes to the master that serves
+//! its first key's slot, over a plain connection to that node, as on one node.
+//!
+//! A MOVED, ASK, TRYAGAIN or CLUSTERDOWN reply says the command did not run, so
+//! it is sent where the reply points (after ASKING, for an ASK), with short
+//! growing pauses, until the read timeout is spent. A command whose connection
+//! breaks or times out is never sent again here: it may have run, and only the
+//! caller knows whether a second run is safe (a release's is not). That is what
+//! a lease's callers expect of any link, so they need no Cluster's own
+//! bookkeeping (redis-rs's cluster client resends such a command, which took a
+//! "done" marker per unlock to recognize).
+
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
+
+use crate::core::dsn::{Addr, Endpoint};
+use crate::core::error::Result;
+use crate::core::metrics::{self, Counter};
+
+/// Opens a connection to one node, authenticated and, for TLS, with its
+/// handshake done (topology's `node`).
+pub(crate) type Connect = fn(&Endpoint, &Addr) -> Result<redis::Connection>;
+
+/// The slot of `key`: of its hash tag (`{...}`, when not empty), else of it all.
+pub(crate) fn slot(key: &[u8]) -> u16 {
+    let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        let close = rest.iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16::State::<crc16::XMODEM>::calculate(tag.unwrap_or(key)) % 16384
+}
+
+/// Where a command must run: one slot's master, every master (a library or
+/// script loaded or flushed), or any node (a command without keys).
+enum Target {
+    Slot(u16),
+    Masters,
+    Any,
+}
+
+/// Which key of `cmd` decides where it runs (the first), as far as our own
+/// commands go: scripts and functions name their keys after a count, FUNCTION
+/// and SCRIPT go to every master, and the others either have no key or have it
+/// first.
+fn target(cmd: &Cmd) -> Target {
+    let mut args = cmd.args_iter().map(|a| match a {
+        redis::Arg::Simple(a) => a,
+        _ => &b""[..],
+    });
+    let Some(name) = args.next() else {
+        return Target::Any;
+    };
+    let upper = name.to_ascii_uppercase();
+    match &upper[..] {
+        b"FCALL" | b"FCALL_RO" | b"EVAL" | b"EVALSHA" | b"EVAL_RO" | b"EVALSHA_RO" => {
+            let keys = args.nth(1).and_then(|n| std::str::from_utf8(n).ok());
+            match (keys.and_then(|n| n.parse::<u32>().ok()), args.next()) {
+                (Some(n), Some(key)) if n > 0 => Target::Slot(slot(key)),
+                _ => Target::Any,
+            }
+        }
+        b"FUNCTION" | b"SCRIPT" => Target::Masters,
+        b"PING" | b"WAIT" | b"CLUSTER" | b"TIME" | b"MULTI" | b"EXEC" | b"INFO" | b"SCAN"
+        | b"ROLE" | b"ASKING" => Target::Any,
+        _ => args.next().map_or(Target::Any, |k| Target::Slot(slot(k))),
+    }
+}
+
+struct Node {
+    addr: Addr,
+    conn: Option<redis::Connection>,
+}
+
+/// A Cluster's slot map and this link's connections to its nodes (made when
+/// first needed).
+pub(crate) struct Cluster {
+    ep: Endpoint,
+    connect: Connect,
+    nodes: Vec<Node>,
+    /// Each master's slot ranges: first slot, last slot, index in `nodes`; in
+    /// order of first slot.
+    slots: Vec<(u16, u16, usize)>,
+    /// Ask for the slot map again before the next command: a MOVED or a
+    /// CLUSTERDOWN said it changed, or a node stopped answering.
+    stale: bool,
+    /// How long a reply may take, and a command may keep being redirected.
+    timeout: Duration,
+    /// The slot and node of the last command that ran: WAIT must be asked on
+    /// the connection that wrote.
+    last: Option<(u16, usize)>,
+}
+
+fn io_error(what: &'static str, detail: String) -> RedisError {
+    RedisError::from((ErrorKind::Io, what, detail))
+}
+
+impl Cluster {
+    /// Learns the slot map from the first of `seeds` that answers.
+    pub(crate) fn open(
+        ep: &Endpoint,
+        seeds: &[Addr],
+        connect: Connect,
+    ) -> std::result::Result<Cluster, String> {
+        let mut cluster = Cluster {
+            ep: ep.clone(),
+            connect,
+            nodes: seeds
+                .iter()
+                .map(|addr| Node {
+                    addr: addr.clone(),
+                    conn: None,
+                })
+                .collect(),
+            slots: Vec::new(),
+            stale: true,
+            timeout: ep.timeouts.read,
+            last: None,
+        };
+        cluster.refresh()?;
+        Ok(cluster)
+    }
+
+    pub(crate) fn set_read_timeout(&mut self, timeout: Duration) -> RedisResult<()> {
+        self.timeout = timeout;
+        for conn in self.nodes.iter_mut().filter_map(|n| n.conn.as_mut()) {
+            conn.set_read_timeout(Some(timeout))?;
+        }
+        Ok(())
+    }
+
+    /// The connection to node `i`, made now if there is none.
+    fn conn(&mut self, i: usize) -> RedisResult<&mut redis::Connection> {
+        let node = &mut self.nodes[i];
+        if node.conn.is_none() {
+            let conn = (self.connect)(&self.ep, &node.addr)
+                .map_err(|e| io_error("Cannot connect", e.to_string()))?;
+            conn.set_read_timeout(Some(self.timeout))?;
+            node.conn = Some(conn);
+        }
+        Ok(node.conn.as_mut().expect("just made"))
+    }
+
+    /// The node at `addr`, known from now on if it was not.
+    fn node_at(&mut self, addr: Addr) -> usize {
+        match self.nodes.iter().position(|n| n.addr == addr) {
+            Some(i) => i,
+            None => {
+                self.nodes.push(Node { addr, conn: None });
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    /// Drops node `i`'s connection (out of step, or broken) and has the slot
+    /// map asked for again.
+    fn broke(&mut self, i: usize) {
+        self.nodes[i].conn = None;
+        self.stale = true;
+        metrics::incr(Counter::ConnectionErrors);
+    }
+
+    /// Asks for the slot map (CLUSTER SLOTS): nodes this link is connected to
+    /// first, then the others it knows of (seeds, masters, replicas).
+    fn refresh(&mut self) -> std::result::Result<(), String> {
+        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
+        order.sort_by_key(|&i| self.nodes[i].conn.is_none());
+        let mut why = Vec::new();
+        for i in order {
+            let asked = self.nodes[i].addr.clone();
+            let reply = self
+                .conn(i)
+                .and_then(|c| redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(c));
+            let ranges = match reply {
+                Ok(v) => parse_slots(&v, &asked),
+                Err(e) => {
+                    if !matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) {
+                        self.nodes[i].conn = None;
+                    }
+                    why.push(format!("{asked}: {e}"));
+                    continue;
+                }
+            };
+            if ranges.is_empty() {
+                why.push(format!("{asked}: serves no slots"));
+                continue;
+            }
+            let mut slots = Vec::with_capacity(ranges.len());
+            for (first, last, master, replicas) in ranges {
+                slots.push((first, last, self.node_at(master)));
+                for r in replicas {
+                    self.node_at(r);
+                }
+            }
+            slots.sort_unstable();
+            self.slots = slots;
+            self.stale = false;
+            return Ok(());
+        }
+        Err(why.join("; "))
+    }
+
+    /// The master serving `slot`, per the slot map (asked for again first when
+    /// it is stale; if no node answers, the old map is tried).
+    fn master_of(&mut self, slot: u16) -> RedisResult<usize> {
+        if self.stale {
+            let _ = self.refresh();
+        }
+        let at = self.slots.partition_point(|r| r.0 <= slot);
+        match at.checked_sub(1).map(|i| self.slots[i]) {
+            Some((_, last, node)) if slot <= last => Ok(node),
+            _ => Err(io_error(
+                "No master serves the slot",
+                format!("slot {slot} of {}", self.ep.location()),
+            )),
+        }
+    }
+
+    /// Some master: one this link is connected to, if any.
+    fn any_master(&mut self) -> RedisResult<usize> {
+        if self.stale {
+            let _ = self.refresh();
+        }
+        let masters = self.slots.iter().map(|r| r.2);
+        let connected = masters.clone().find(|&i| self.nodes[i].conn.is_some());
+        connected
+            .or_else(|| masters.clone().next())
+            .ok_or_else(|| io_error("No master known", self.ep.location()))
+    }
+
+    /// The masters, each once.
+    fn masters(&mut self) -> Vec<usize> {
+        if self.stale {
+            let _ = self.refresh();
+        }
+        let mut masters: Vec<usize> = self.slots.iter().map(|r| r.2).collect();
+        masters.sort_unstable();
+        masters.dedup();
+        masters
+    }
+
+    /// Runs `cmd` where it belongs, following redirects (see the module's
+    /// header). An error reply comes back as a value, as from a plain link.
+    pub(crate) fn run(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        let slot = match target(cmd) {
+            Target::Slot(slot) => slot,
+            Target::Masters => return self.on_masters(cmd),
+            Target::Any => {
+                let i = self.any_master()?;
+                return self.send(i, cmd, false);
+            }
+        };
+        let deadline = Instant::now() + self.timeout;
+        let mut pause = Duration::from_millis(5);
+        let mut to: Option<(usize, bool)> = None;
+        loop {
+            let (i, asking) = match to.take() {
+                Some(t) => t,
+                None => (self.master_of(slot)?, false),
+            };
+            let reply = self.send(i, cmd, asking)?;
+            let Value::ServerError(e) = &reply else {
+                self.last = Some((slot, i));
+                return Ok(reply);
+            };
+            let redirect = |code| {
+                (e.code() == code)
+                    .then(|| e.details().and_then(|d| d.split(' ').nth(1)))
+                    .flatten()
+                    .and_then(|to| parse_addr(to, &self.nodes[i].addr))
+            };
+            let next = match (redirect("MOVED"), redirect("ASK")) {
+                (Some(addr), _) => {
+                    self.stale = true;
+                    Some((self.node_at(addr), false))
+                }
+                (None, Some(addr)) => Some((self.node_at(addr), true)),
+                (None, None) if matches!(e.code(), "TRYAGAIN" | "CLUSTERDOWN") => {
+                    self.stale |= e.code() == "CLUSTERDOWN";
+                    None
+                }
+                _ => return Ok(reply),
+            };
+            if Instant::now() + pause >= deadline {
+                return Ok(reply);
+            }
+            metrics::incr(Counter::Retries);
+            if next.is_none() {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            to = next;
+        }
+    }
+
+    /// Sends `cmd` to node `i` (after ASKING when `asking`). A broken
+    /// connection is dropped, never used again.
+    fn send(&mut self, i: usize, cmd: &Cmd, asking: bool) -> RedisResult<Value> {
+        let conn = self.conn(i)?;
+        let reply = if asking {
+            let mut p = redis::pipe();
+            // Its error reply in its place, as a plain link's (TRYAGAIN: a
+            // script whose keys are split between the two nodes for now).
+            p.ignore_errors();
+            p.cmd("ASKING").ignore().add_command(cmd.clone());
+            p.query::<Vec<Value>>(conn)
+                .map(|mut v| v.pop().unwrap_or(Value::Nil))
+        } else {
+            conn.req_command(cmd)
+        };
+        if reply.is_err() {
+            self.broke(i);
+        }
+        reply
+    }
+
+    /// Runs `cmd` on every master (FUNCTION LOAD, SCRIPT FLUSH...): the last
+    /// answer, or the first error.
+    fn on_masters(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        let mut answer = Value::Nil;
+        for i in self.masters() {
+            answer = self.send(i, cmd, false)?;
+            if let Value::ServerError(_) = answer {
+                return Ok(answer);
+            }
+        }
+        Ok(answer)
+    }
+
+    /// WAIT on the connection that ran the last command on `key`'s slot: a WAIT
+    /// on a connection that wrote nothing would say every replica has it.
+    pub(crate) fn wait(&mut self, key: &[u8], cmd: &Cmd) -> RedisResult<Value> {
+        let i = match self.last {
+            Some((s, i)) if s == slot(key) => i,
+            _ => self.master_of(slot(key))?,
+        };
+        if self.nodes[i].conn.is_none() {
+            return Err(io_error(
+                "WAIT after a broken connection",
+                "the writes it would count were on a connection since closed".into(),
+            ));
+        }
+        self.send(i, cmd, false)
+    }
+
+    /// Sends `cmds` in one round trip per node; a command without a key goes
+    /// with its neighbours (MULTI, EXEC). A command redirected runs again alone,
+    /// where it belongs. An error reply stays in its command's place; a failed
+    /// round trip fails them all.
+    pub(crate) fn pipeline(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
+        let mut nodes: Vec<Option<usize>> = Vec::with_capacity(cmds.len());
+        for cmd in cmds {
+            nodes.push(match target(cmd) {
+                Target::Slot(s) => Some(self.master_of(s)?),
+                _ => None,
+            });
+        }
+        let fallback = match nodes.iter().flatten().next() {
+            Some(&i) => i,
+            None => self.any_master()?,
+        };
+        let mut prev = None;
+        for n in nodes.iter_mut() {
+            *n = n.or(prev);
+            prev = *n;
+        }
+        let mut next = None;
+        for n in nodes.iter_mut().rev() {
+            *n = n.or(next);
+            next = *n;
+        }
+        let mut replies: Vec<Value> = vec![Value::Nil; cmds.len()];
+        let order: Vec<usize> = nodes.iter().map(|n| n.unwrap_or(fallback)).collect();
+        let mut targets = order.clone();
+        targets.sort_unstable();
+        targets.dedup();
+        for node in targets {
+            let mine: Vec<usize> = (0..cmds.len()).filter(|&c| order[c] == node).collect();
+            let mut p = redis::pipe();
+            p.ignore_errors();
+            for &c in &mine {
+                p.add_command(cmds[c].clone());
+            }
+            let got = self.conn(node).and_then(|conn| p.query::<Vec<Value>>(conn));
+            let got = match got {
+                Ok(got) => got,
+                Err(e) => {
+                    self.broke(node);
+                    return Err(e);
+                }
+            };
+            for (c, v) in mine.into_iter().zip(got) {
+                replies[c] = v;
+            }
+        }
+        for (c, reply) in replies.iter_mut().enumerate() {
+            let moved = matches!(reply, Value::ServerError(e)
+                if matches!(e.code(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN"));
+            if moved && matches!(target(&cmds[c]), Target::Slot(_)) {
+                *reply = self.run(&cmds[c])?;
+            }
+        }
+        Ok(replies)
+    }
+
+    /// The masters, as the Cluster names them now.
+    pub(crate) fn master_addrs(&mut self) -> Vec<Addr> {
+        self.stale = true;
+        self.masters()
+            .into_iter()
+            .map(|i| self.nodes[i].addr.clone())
+            .collect()
+    }
+
+    /// Runs `cmd` on the node at `addr` (a SCAN of each master).
+    pub(crate) fn run_at(&mut self, addr: Addr, cmd: &Cmd) -> RedisResult<Value> {
+        let i = self.node_at(addr);
+        self.send(i, cmd, false)
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.conn.as_ref())
+            .all(|c| c.is_open())
+    }
+
+    pub(crate) fn check_connection(&mut self) -> bool {
+        self.nodes
+            .iter_mut()
+            .filter_map(|n| n.conn.as_mut())
+            .all(|c| c.check_connection())
+    }
+}
+
+/// `host:port` of a redirect; an empty host is the node that answered's.
+fn parse_addr(text: &str, answered: &Addr) -> Option<Addr> {
+    let (host, port) = text.rsplit_once(':')?;
+    let port = port.parse().ok()?;
+    let host = match (host, answered) {
+        ("", Addr::Tcp { host, .. }) => host.clone(),
+        ("", Addr::Unix(_)) => return None,
+        (h, _) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
+    };
+    Some(Addr::Tcp { host, port })
+}
+
+/// CLUSTER SLOTS: `[[first, last, [host, port, id...], replica...], ...]`. A
+/// node named with an empty host is on the host asked; "?" (an endpoint the
+/// Cluster does not know) is left out.
+#[allow(clippy::type_complexity)]
+fn parse_slots(v: &Value, asked: &Addr) -> Vec<(u16, u16, Addr, Vec<Addr>)> {
+    let node = |v: &Value| -> Option<Addr> {
+        let Value::Array(parts) = v else { return None };
+        let host = match parts.first()? {
+            Value::BulkString(h) => String::from_utf8(h.clone()).ok()?,
+            Value::SimpleString(h) => h.clone(),
+            _ => return None,
+        };
+        let port = match parts.get(1)? {
+            Value::Int(p) => u16::try_from(*p).ok()?,
+            _ => return None,
+        };
+        match (host.as_str(), asked) {
+            ("?", _) => None,
+            ("", Addr::Tcp { host, .. }) => Some(Addr::Tcp {
+                host: host.clone(),
+                port,
+            }),
+            ("", Addr::Unix(_)) => None,
+            _ => Some(Addr::Tcp { host, port }),
+        }
+    };
+    let Value::Array(ranges) = v else {
+        return Vec::new();
+    };
+    ranges
+        .iter()
+        .filter_map(|range| {
+            let Value::Array(parts) = range else {
+                return None;
+            };
+            let bound = |i: usize| match parts.get(i) {
+                Some(Value::Int(n)) => u16::try_from(*n).ok(),
+                _ => None,
+            };
+            let master = node(parts.get(2)?)?;
+            let replicas = parts[3..].iter().filter_map(node).collect();
+            Some((bound(0)?, bound(1)?, master, replicas))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_redis_clusters() {
+        // Values from the Cluster spec and `CLUSTER KEYSLOT`.
+        // CRC16-XMODEM("123456789") is 0x31C3, below 16384.
+        assert_eq!(slot(b"123456789"), 0x31C3);
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+        assert_ne!(slot(b"foo{}{bar}"), slot(b"bar"), "an empty tag is no tag");
+        assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+    }
+
+    #[test]
+    fn commands_go_where_their_first_key_is() {
+        let fcall = redis::cmd("FCALL")
+            .arg("f")
+            .arg(2)
+            .arg("k1")
+            .arg("k2")
+            .clone();
+        assert!(matches!(target(&fcall), Target::Slot(s) if s == slot(b"k1")));
+        let none = redis::cmd("EVALSHA").arg("sha").arg(0).arg("x").clone();
+        assert!(matches!(target(&none), Target::Any));
+        let get = redis::cmd("get").arg("k").clone();
+        assert!(matches!(target(&get), Target::Slot(s) if s == slot(b"k")));
+        let load = redis::cmd("FUNCTION").arg("LOAD").arg("code").clone();
+        assert!(matches!(target(&load), Target::Masters));
+        assert!(matches!(target(&redis::cmd("TIME")), Target::Any));
+    }
+
+    #[test]
+    fn redirects_name_a_node() {
+        let asked = Addr::Tcp {
+            host: "10.0.0.1".into(),
+            port: 7000,
+        };
+        let at = |host: &str, port| {
+            Some(Addr::Tcp {
+                host: host.into(),
+                port,
+            })
+        };
+        assert_eq!(parse_addr("127.0.0.1:7002", &asked), at("127.0.0.1", 7002));
+        assert_eq!(parse_addr(":7002", &asked), at("10.0.0.1", 7002));
+        assert_eq!(parse_addr("[::1]:7002", &asked), at("::1", 7002));
+        assert_eq!(parse_addr("nonsense", &asked), None);
+    }
+}
