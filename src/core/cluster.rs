@@ -52,19 +52,34 @@ fn target(cmd: &Cmd) -> Target {
     let Some(name) = args.next() else {
         return Target::Any;
     };
-    let upper = name.to_ascii_uppercase();
-    match &upper[..] {
-        b"FCALL" | b"FCALL_RO" | b"EVAL" | b"EVALSHA" | b"EVAL_RO" | b"EVALSHA_RO" => {
-            let keys = args.nth(1).and_then(|n| std::str::from_utf8(n).ok());
-            match (keys.and_then(|n| n.parse::<u32>().ok()), args.next()) {
-                (Some(n), Some(key)) if n > 0 => Target::Slot(slot(key)),
-                _ => Target::Any,
-            }
-        }
-        b"FUNCTION" | b"SCRIPT" => Target::Masters,
-        b"PING" | b"WAIT" | b"CLUSTER" | b"TIME" | b"MULTI" | b"EXEC" | b"INFO" | b"SCAN"
-        | b"ROLE" | b"ASKING" => Target::Any,
-        _ => args.next().map_or(Target::Any, |k| Target::Slot(slot(k))),
+    let is = |names: &[&str]| {
+        names
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+    };
+    if is(&[
+        "FCALL",
+        "FCALL_RO",
+        "EVAL",
+        "EVALSHA",
+        "EVAL_RO",
+        "EVALSHA_RO",
+    ]) {
+        let keys = args.nth(1).and_then(|n| std::str::from_utf8(n).ok());
+        return match (keys.and_then(|n| n.parse::<u32>().ok()), args.next()) {
+            (Some(n), Some(key)) if n > 0 => Target::Slot(slot(key)),
+            _ => Target::Any,
+        };
+    }
+    if is(&["FUNCTION", "SCRIPT"]) {
+        return Target::Masters;
+    }
+    let keyless = [
+        "PING", "WAIT", "CLUSTER", "TIME", "MULTI", "EXEC", "INFO", "SCAN", "ROLE", "ASKING",
+    ];
+    match args.next() {
+        Some(key) if !is(&keyless) => Target::Slot(slot(key)),
+        _ => Target::Any,
     }
 }
 
