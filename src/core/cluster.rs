@@ -102,10 +102,14 @@ pub(crate) struct Cluster {
     stale: bool,
     /// How long a reply may take, and a command may keep being redirected.
     timeout: Duration,
-    /// The slot and node of the last command that ran: WAIT must be asked on
-    /// the connection that wrote.
-    last: Option<(u16, usize)>,
+    /// The slot and node of each command of the last call (`run`, `pipeline`)
+    /// that ran: the WAIT that follows a write must be asked on the connection
+    /// that wrote, or it would say every replica has it.
+    ran: Vec<(u16, usize)>,
 }
+
+/// How many redirects one command follows (MOVED and ASK), at most.
+const REDIRECTS: usize = 16;
 
 fn io_error(what: &'static str, detail: String) -> RedisError {
     RedisError::from((ErrorKind::Io, what, detail))
@@ -131,9 +135,9 @@ impl Cluster {
             slots: Vec::new(),
             stale: true,
             timeout: ep.timeouts.read,
-            last: None,
+            ran: Vec::new(),
         };
-        cluster.refresh()?;
+        cluster.refresh(None)?;
         Ok(cluster)
     }
 
@@ -173,16 +177,19 @@ impl Cluster {
     fn broke(&mut self, i: usize) {
         self.nodes[i].conn = None;
         self.stale = true;
-        metrics::incr(Counter::ConnectionErrors);
     }
 
     /// Asks for the slot map (CLUSTER SLOTS): nodes this link is connected to
-    /// first, then the others it knows of (seeds, masters, replicas).
-    fn refresh(&mut self) -> std::result::Result<(), String> {
+    /// first, then the others it knows of (seeds, masters, replicas), until one
+    /// answers or, for a command under way, its read timeout is spent.
+    fn refresh(&mut self, by: Option<Instant>) -> std::result::Result<(), String> {
         let mut order: Vec<usize> = (0..self.nodes.len()).collect();
         order.sort_by_key(|&i| self.nodes[i].conn.is_none());
         let mut why = Vec::new();
         for i in order {
+            if !why.is_empty() && by.is_some_and(|by| Instant::now() >= by) {
+                break;
+            }
             let asked = self.nodes[i].addr.clone();
             let reply = self
                 .conn(i)
@@ -216,12 +223,18 @@ impl Cluster {
         Err(why.join("; "))
     }
 
+    /// Asks for the slot map again if it is stale (within a read timeout; if
+    /// no node answers, the old map is used).
+    fn settle(&mut self) {
+        if self.stale {
+            let _ = self.refresh(Some(Instant::now() + self.timeout));
+        }
+    }
+
     /// The master serving `slot`, per the slot map (asked for again first when
     /// it is stale; if no node answers, the old map is tried).
     fn master_of(&mut self, slot: u16) -> RedisResult<usize> {
-        if self.stale {
-            let _ = self.refresh();
-        }
+        self.settle();
         let at = self.slots.partition_point(|r| r.0 <= slot);
         match at.checked_sub(1).map(|i| self.slots[i]) {
             Some((_, last, node)) if slot <= last => Ok(node),
@@ -234,9 +247,7 @@ impl Cluster {
 
     /// Some master: one this link is connected to, if any.
     fn any_master(&mut self) -> RedisResult<usize> {
-        if self.stale {
-            let _ = self.refresh();
-        }
+        self.settle();
         let masters = self.slots.iter().map(|r| r.2);
         let connected = masters.clone().find(|&i| self.nodes[i].conn.is_some());
         connected
@@ -246,9 +257,7 @@ impl Cluster {
 
     /// The masters, each once.
     fn masters(&mut self) -> Vec<usize> {
-        if self.stale {
-            let _ = self.refresh();
-        }
+        self.settle();
         let mut masters: Vec<usize> = self.slots.iter().map(|r| r.2).collect();
         masters.sort_unstable();
         masters.dedup();
@@ -258,6 +267,12 @@ impl Cluster {
     /// Runs `cmd` where it belongs, following redirects (see the module's
     /// header). An error reply comes back as a value, as from a plain link.
     pub(crate) fn run(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        self.ran.clear();
+        self.route(cmd)
+    }
+
+    /// `run`, noting where the command ran in `ran`.
+    fn route(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         let slot = match target(cmd) {
             Target::Slot(slot) => slot,
             Target::Masters => return self.on_masters(cmd),
@@ -269,14 +284,27 @@ impl Cluster {
         let deadline = Instant::now() + self.timeout;
         let mut pause = Duration::from_millis(5);
         let mut to: Option<(usize, bool)> = None;
+        let mut redirects = 0;
         loop {
             let (i, asking) = match to.take() {
                 Some(t) => t,
-                None => (self.master_of(slot)?, false),
+                None => match self.master_of(slot) {
+                    Ok(i) => (i, false),
+                    // Nothing sent: said as Redis says it, once the read timeout
+                    // is spent (a failover may be naming a new master).
+                    Err(_) if Instant::now() + pause >= deadline => return Ok(unserved()),
+                    Err(_) => {
+                        self.stale = true;
+                        metrics::incr(Counter::Retries);
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(50));
+                        continue;
+                    }
+                },
             };
             let reply = self.send(i, cmd, asking)?;
             let Value::ServerError(e) = &reply else {
-                self.last = Some((slot, i));
+                self.ran.push((slot, i));
                 return Ok(reply);
             };
             let redirect = |code| {
@@ -297,7 +325,8 @@ impl Cluster {
                 }
                 _ => return Ok(reply),
             };
-            if Instant::now() + pause >= deadline {
+            redirects += usize::from(next.is_some());
+            if Instant::now() + pause >= deadline || redirects > REDIRECTS {
                 return Ok(reply);
             }
             metrics::incr(Counter::Retries);
@@ -343,55 +372,110 @@ impl Cluster {
         Ok(answer)
     }
 
-    /// WAIT on the connection that ran the last command on `key`'s slot: a WAIT
-    /// on a connection that wrote nothing would say every replica has it.
+    /// WAIT on each connection that ran a command of the last call on `key`'s
+    /// slot (one, unless a redirect moved some): the fewest acknowledgements.
+    /// A WAIT on a connection that wrote nothing would say every replica has
+    /// it: with no such connection left (dropped, or nothing ran), an error.
     pub(crate) fn wait(&mut self, key: &[u8], cmd: &Cmd) -> RedisResult<Value> {
-        let i = match self.last {
-            Some((s, i)) if s == slot(key) => i,
-            _ => self.master_of(slot(key))?,
-        };
-        if self.nodes[i].conn.is_none() {
+        let slot = slot(key);
+        let mut nodes: Vec<usize> = self
+            .ran
+            .iter()
+            .filter(|r| r.0 == slot)
+            .map(|r| r.1)
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        if nodes.is_empty() || nodes.iter().any(|&i| self.nodes[i].conn.is_none()) {
             return Err(io_error(
-                "WAIT after a broken connection",
-                "the writes it would count were on a connection since closed".into(),
+                "WAIT without the connection that wrote",
+                format!("slot {slot} of {}", self.ep.location()),
             ));
         }
-        self.send(i, cmd, false)
+        let mut fewest: Option<Value> = None;
+        for i in nodes {
+            let reply = self.send(i, cmd, false)?;
+            fewest = match (fewest, reply) {
+                (Some(Value::Int(a)), Value::Int(b)) => Some(Value::Int(a.min(b))),
+                (Some(error @ Value::ServerError(_)), _) => Some(error),
+                (_, reply) => Some(reply),
+            };
+        }
+        Ok(fewest.unwrap_or(Value::Nil))
     }
 
-    /// Sends `cmds` in one round trip per node; a command without a key goes
-    /// with its neighbours (MULTI, EXEC). A command redirected runs again alone,
-    /// where it belongs. An error reply stays in its command's place; a failed
-    /// round trip fails them all.
+    /// Sends `cmds` in one round trip per node. A command without a key goes
+    /// with its neighbours: a MULTI ... EXEC with the first keyed command inside
+    /// it, any other with the keyed command before it (else after it). A command
+    /// redirected runs again alone, where it belongs; one whose slot no master
+    /// serves gets a CLUSTERDOWN error in its place, as do the others' error
+    /// replies. A failed round trip fails them all.
     pub(crate) fn pipeline(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
+        self.ran.clear();
+        let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
         let mut nodes: Vec<Option<usize>> = Vec::with_capacity(cmds.len());
-        for cmd in cmds {
+        for (c, cmd) in cmds.iter().enumerate() {
             nodes.push(match target(cmd) {
-                Target::Slot(s) => Some(self.master_of(s)?),
+                Target::Slot(s) => match self.master_of(s) {
+                    Ok(i) => Some(i),
+                    Err(_) => {
+                        replies[c] = Some(unserved());
+                        None
+                    }
+                },
                 _ => None,
             });
         }
-        let fallback = match nodes.iter().flatten().next() {
-            Some(&i) => i,
-            None => self.any_master()?,
-        };
+        let keyed: Vec<bool> = cmds
+            .iter()
+            .map(|c| matches!(target(c), Target::Slot(_)))
+            .collect();
+        let mut c = 0;
+        while c < cmds.len() {
+            if is_named(&cmds[c], "MULTI") {
+                let end = (c..cmds.len())
+                    .find(|&e| is_named(&cmds[e], "EXEC"))
+                    .unwrap_or(cmds.len() - 1);
+                let node = (c..=end).find_map(|k| nodes[k]);
+                for n in &mut nodes[c..=end] {
+                    *n = node;
+                }
+                c = end + 1;
+            } else {
+                c += 1;
+            }
+        }
         let mut prev = None;
-        for n in nodes.iter_mut() {
-            *n = n.or(prev);
-            prev = *n;
+        for (c, n) in nodes.iter_mut().enumerate() {
+            if !keyed[c] && n.is_none() {
+                *n = prev;
+            }
+            prev = n.or(prev);
         }
         let mut next = None;
-        for n in nodes.iter_mut().rev() {
-            *n = n.or(next);
-            next = *n;
+        for (c, n) in nodes.iter_mut().enumerate().rev() {
+            if !keyed[c] && n.is_none() {
+                *n = next;
+            }
+            next = n.or(next);
         }
-        let mut replies: Vec<Value> = vec![Value::Nil; cmds.len()];
-        let order: Vec<usize> = nodes.iter().map(|n| n.unwrap_or(fallback)).collect();
-        let mut targets = order.clone();
+        let fallback = match nodes.iter().flatten().next() {
+            Some(&i) => Some(i),
+            None if replies.iter().all(Option::is_none) => Some(self.any_master()?),
+            None => None,
+        };
+        let order: Vec<Option<usize>> = nodes
+            .iter()
+            .zip(&replies)
+            .map(|(n, r)| if r.is_some() { None } else { n.or(fallback) })
+            .collect();
+        let mut targets: Vec<usize> = order.iter().flatten().copied().collect();
         targets.sort_unstable();
         targets.dedup();
         for node in targets {
-            let mine: Vec<usize> = (0..cmds.len()).filter(|&c| order[c] == node).collect();
+            let mine: Vec<usize> = (0..cmds.len())
+                .filter(|&c| order[c] == Some(node))
+                .collect();
             let mut p = redis::pipe();
             p.ignore_errors();
             for &c in &mine {
@@ -406,17 +490,27 @@ impl Cluster {
                 }
             };
             for (c, v) in mine.into_iter().zip(got) {
-                replies[c] = v;
+                match target(&cmds[c]) {
+                    Target::Slot(s) if !matches!(v, Value::ServerError(_)) => {
+                        self.ran.push((s, node))
+                    }
+                    _ => {}
+                }
+                replies[c] = Some(v);
             }
         }
-        for (c, reply) in replies.iter_mut().enumerate() {
-            let moved = matches!(reply, Value::ServerError(e)
+        let mut out = Vec::with_capacity(cmds.len());
+        for (c, reply) in replies.into_iter().enumerate() {
+            let reply = reply.unwrap_or_else(unserved);
+            let moved = matches!(&reply, Value::ServerError(e)
                 if matches!(e.code(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN"));
-            if moved && matches!(target(&cmds[c]), Target::Slot(_)) {
-                *reply = self.run(&cmds[c])?;
-            }
+            out.push(if moved && keyed[c] {
+                self.route(&cmds[c])?
+            } else {
+                reply
+            });
         }
-        Ok(replies)
+        Ok(out)
     }
 
     /// The masters, as the Cluster names them now.
@@ -447,6 +541,17 @@ impl Cluster {
             .filter_map(|n| n.conn.as_mut())
             .all(|c| c.check_connection())
     }
+}
+
+/// Whether `cmd` is the command `name`.
+fn is_named(cmd: &Cmd, name: &str) -> bool {
+    matches!(cmd.args_iter().next(),
+        Some(redis::Arg::Simple(a)) if a.eq_ignore_ascii_case(name.as_bytes()))
+}
+
+/// The reply of a command whose slot no master serves (as Redis says it).
+fn unserved() -> Value {
+    redis::parse_redis_value(b"-CLUSTERDOWN Hash slot not served\r\n").unwrap_or(Value::Nil)
 }
 
 /// `host:port` of a redirect; an empty host is the node that answered's.

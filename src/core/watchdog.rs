@@ -816,16 +816,9 @@ fn renew_on(
     let ttls: Vec<Duration> = group.iter().map(|r| r.ttl()).collect();
     let sent = Instant::now();
     metrics::incr(Counter::RenewalRoundTrips);
-    let mut replies = conn
+    let replies = conn
         .set_read_timeout(timeout)
         .and_then(|_| conn.pipeline(commands(&group, &ttls, false)));
-    if replies
-        .as_ref()
-        .is_err_and(|e| e.code() == Some("NOSCRIPT"))
-    {
-        // A Cluster pipeline fails whole when a node does not know the script.
-        replies = conn.pipeline(commands(&group, &ttls, true));
-    }
     let Ok(replies) = replies else {
         // The link may hold a late reply: never reuse it.
         *link = None;
