@@ -10,7 +10,7 @@ use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::lease::{Hold, Lease, LeaseKeys};
 use redis_lease::core::metrics::{self, Counter};
 use redis_lease::core::session::{Saved, SessionConfig, SessionStore};
-use support::{await_until, exists, migrate, ClusterSet};
+use support::{await_until, exists, info_count, migrate, ClusterSet};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -177,18 +177,6 @@ fn a_slot_migrates_under_a_held_lock_and_a_waiter() {
     assert!(l.release(&handed, false).unwrap());
 }
 
-/// A count from INFO (commandstats, errorstats...): the number after `prefix`
-/// on its line, 0 when there is no such line.
-fn info_count(node: &support::RedisServer, prefix: &str) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("everything")
-        .query(&mut node.conn())
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(prefix))
-        .map_or(0, |n| n.split(',').next().unwrap().trim().parse().unwrap())
-}
-
 /// The fault of a node that answers late: stopped now, it goes on after more
 /// than one read timeout (0.5 s) but less than two, so that a copy of a command
 /// resent on a fresh link (as redis-rs's cluster client did) would be answered
@@ -209,7 +197,7 @@ fn a_release_whose_reply_is_late_runs_once_and_is_reported_unresolved() {
     let l = lease(&dsn, "once");
     let h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
     let owner = set.owner_of("lock:{once}");
-    let before = info_count(owner, "cmdstat_fcall:calls=");
+    let before = info_count(&mut owner.conn(), "cmdstat_fcall:calls=");
     let resume = stall(owner);
     let first = l.release(&h, false);
     resume.join().unwrap();
@@ -223,7 +211,7 @@ fn a_release_whose_reply_is_late_runs_once_and_is_reported_unresolved() {
         !exists(&mut owner.conn(), "lock:{once}")
     });
     assert_eq!(
-        info_count(owner, "cmdstat_fcall:calls=") - before,
+        info_count(&mut owner.conn(), "cmdstat_fcall:calls=") - before,
         1,
         "sent once, never again"
     );
@@ -259,7 +247,7 @@ fn a_script_caught_mid_migration_waits_for_it_to_finish() {
     // touch both are refused with TRYAGAIN until the move is over.
     migrate(from, to, vec![key.as_bytes().to_vec()]);
     assert!(!set.keys_in_slot(from, slot).is_empty(), "keys left behind");
-    let refused = info_count(from, "errorstat_TRYAGAIN:count=");
+    let refused = info_count(&mut from.conn(), "errorstat_TRYAGAIN:count=");
     let contender = {
         let l = lease(&dsn, "split");
         std::thread::spawn(move || l.acquire(SEC * 30, Duration::ZERO))
@@ -268,7 +256,7 @@ fn a_script_caught_mid_migration_waits_for_it_to_finish() {
     await_until(
         SEC * 4,
         "the contender to be refused again and again",
-        || info_count(from, "errorstat_TRYAGAIN:count=") >= refused + 4,
+        || info_count(&mut from.conn(), "errorstat_TRYAGAIN:count=") >= refused + 4,
     );
     assert!(!contender.is_finished(), "still waiting for the move");
     support::migrate_rest(&set, from, to, slot);

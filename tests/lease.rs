@@ -336,11 +336,7 @@ fn script_flush_falls_back_to_eval() {
 
 /// The calls of `name` in INFO commandstats.
 fn calls(raw: &mut redis::Connection, name: &str) -> u64 {
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(raw).unwrap();
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
-        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+    support::info_count(raw, &format!("cmdstat_{name}:calls="))
 }
 
 #[test]

@@ -295,9 +295,7 @@ impl Cluster {
                     Err(_) if Instant::now() + pause >= deadline => return Ok(unserved()),
                     Err(_) => {
                         self.stale = true;
-                        metrics::incr(Counter::Retries);
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(Duration::from_millis(50));
+                        back_off(&mut pause);
                         continue;
                     }
                 },
@@ -329,10 +327,9 @@ impl Cluster {
             if Instant::now() + pause >= deadline || redirects > REDIRECTS {
                 return Ok(reply);
             }
-            metrics::incr(Counter::Retries);
-            if next.is_none() {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(50));
+            match next {
+                Some(_) => metrics::incr(Counter::Retries),
+                None => back_off(&mut pause),
             }
             to = next;
         }
@@ -413,23 +410,25 @@ impl Cluster {
     pub(crate) fn pipeline(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
         self.ran.clear();
         let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
-        let mut nodes: Vec<Option<usize>> = Vec::with_capacity(cmds.len());
-        for (c, cmd) in cmds.iter().enumerate() {
-            nodes.push(match target(cmd) {
-                Target::Slot(s) => match self.master_of(s) {
-                    Ok(i) => Some(i),
-                    Err(_) => {
-                        replies[c] = Some(unserved());
-                        None
-                    }
-                },
+        let slots: Vec<Option<u16>> = cmds
+            .iter()
+            .map(|c| match target(c) {
+                Target::Slot(s) => Some(s),
                 _ => None,
+            })
+            .collect();
+        let keyed: Vec<bool> = slots.iter().map(Option::is_some).collect();
+        let mut nodes: Vec<Option<usize>> = Vec::with_capacity(cmds.len());
+        for (c, slot) in slots.iter().enumerate() {
+            nodes.push(match slot.map(|s| self.master_of(s)) {
+                Some(Ok(i)) => Some(i),
+                Some(Err(_)) => {
+                    replies[c] = Some(unserved());
+                    None
+                }
+                None => None,
             });
         }
-        let keyed: Vec<bool> = cmds
-            .iter()
-            .map(|c| matches!(target(c), Target::Slot(_)))
-            .collect();
         let mut c = 0;
         while c < cmds.len() {
             if is_named(&cmds[c], "MULTI") {
@@ -490,11 +489,8 @@ impl Cluster {
                 }
             };
             for (c, v) in mine.into_iter().zip(got) {
-                match target(&cmds[c]) {
-                    Target::Slot(s) if !matches!(v, Value::ServerError(_)) => {
-                        self.ran.push((s, node))
-                    }
-                    _ => {}
+                if let (Some(s), false) = (slots[c], matches!(v, Value::ServerError(_))) {
+                    self.ran.push((s, node));
                 }
                 replies[c] = Some(v);
             }
@@ -543,6 +539,14 @@ impl Cluster {
     }
 }
 
+/// Waits `pause` before a command is asked again (counted as a retry), and
+/// doubles it, up to 50 ms.
+fn back_off(pause: &mut Duration) {
+    metrics::incr(Counter::Retries);
+    std::thread::sleep(*pause);
+    *pause = (*pause * 2).min(Duration::from_millis(50));
+}
+
 /// Whether `cmd` is the command `name`.
 fn is_named(cmd: &Cmd, name: &str) -> bool {
     matches!(cmd.args_iter().next(),
@@ -554,21 +558,27 @@ fn unserved() -> Value {
     redis::parse_redis_value(b"-CLUSTERDOWN Hash slot not served\r\n").unwrap_or(Value::Nil)
 }
 
-/// `host:port` of a redirect; an empty host is the node that answered's.
-fn parse_addr(text: &str, answered: &Addr) -> Option<Addr> {
-    let (host, port) = text.rsplit_once(':')?;
-    let port = port.parse().ok()?;
-    let host = match (host, answered) {
+/// A node the Cluster names by `host` and `port`, as `asked` named it: an
+/// empty host is `asked`'s own, "?" (an endpoint the Cluster does not know) is
+/// none.
+fn named(host: &str, port: u16, asked: &Addr) -> Option<Addr> {
+    let host = match (host, asked) {
+        ("?", _) | ("", Addr::Unix(_)) => return None,
         ("", Addr::Tcp { host, .. }) => host.clone(),
-        ("", Addr::Unix(_)) => return None,
-        (h, _) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
+        (h, _) => h.to_string(),
     };
     Some(Addr::Tcp { host, port })
 }
 
-/// CLUSTER SLOTS: `[[first, last, [host, port, id...], replica...], ...]`. A
-/// node named with an empty host is on the host asked; "?" (an endpoint the
-/// Cluster does not know) is left out.
+/// `host:port` of a redirect, from the node that `answered` (see `named`).
+fn parse_addr(text: &str, answered: &Addr) -> Option<Addr> {
+    let (host, port) = text.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    named(host, port.parse().ok()?, answered)
+}
+
+/// CLUSTER SLOTS: `[[first, last, [host, port, id...], replica...], ...]`, as
+/// the node `asked` answered it (see `named`).
 #[allow(clippy::type_complexity)]
 fn parse_slots(v: &Value, asked: &Addr) -> Vec<(u16, u16, Addr, Vec<Addr>)> {
     let node = |v: &Value| -> Option<Addr> {
@@ -582,15 +592,7 @@ fn parse_slots(v: &Value, asked: &Addr) -> Vec<(u16, u16, Addr, Vec<Addr>)> {
             Value::Int(p) => u16::try_from(*p).ok()?,
             _ => return None,
         };
-        match (host.as_str(), asked) {
-            ("?", _) => None,
-            ("", Addr::Tcp { host, .. }) => Some(Addr::Tcp {
-                host: host.clone(),
-                port,
-            }),
-            ("", Addr::Unix(_)) => None,
-            _ => Some(Addr::Tcp { host, port }),
-        }
+        named(&host, port, asked)
     };
     let Value::Array(ranges) = v else {
         return Vec::new();

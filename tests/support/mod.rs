@@ -246,6 +246,15 @@ pub fn signal_pid(pid: u32, sig: &str) {
 }
 
 /// Polls `cond` until it holds, failing the test after `limit`.
+/// A count from INFO (commandstats, errorstats...): the number after `prefix`
+/// on its line, 0 when there is no such line.
+pub fn info_count(conn: &mut redis::Connection, prefix: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("everything").query(conn).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .map_or(0, |n| n.split(',').next().unwrap().trim().parse().unwrap())
+}
+
 pub fn await_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !cond() {
