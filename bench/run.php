@@ -287,6 +287,18 @@ $s4['ping pair'] = cost_medians($s4cost['ping pair']);
 say("   %-18s              Redis: %5.1f µs CPU, %5.1f µs in commands per pair\n", 'PING pair', $s4['ping pair']['redis_cpu_us'], $s4['ping pair']['redis_cmd_us']);
 $results['scenarios']['lock_loop'] = $s4;
 
+// ---- 4c. The client's CPU per lock pair, as instructions (callgrind): the same figure in a quiet hour
+// or a busy one, where the wall rates above move by 10%.
+$s4c = null;
+if (trim((string) shell_exec('command -v valgrind')) !== '') {
+    say("4c. client instructions per lock pair (callgrind, 3,000 pairs less 1,000)\n");
+    $s4c = $run([PHP_BINARY, __DIR__ . '/client_instructions.php', 'lease,lease_new,phpredis', '--', ...$php]);
+    foreach ($s4c as $lib => $n) {
+        say("   %-18s %8d instructions per pair\n", $lib, $n);
+    }
+    $results['scenarios']['client_instructions'] = $s4c;
+}
+
 // ---- 5. Contended DistributedLock: 8 processes, lock, 1 ms of work, unlock.
 say("5. contended lock (8 processes: lock, 1 ms work, unlock)\n");
 $s5 = [];
@@ -508,6 +520,8 @@ $rows = [
     ['4. lock loop, new object per lock: ops/s vs the floor', $s4['lease_new tcp']['ops_per_s'] / $s4['floor tcp']['ops_per_s'], '>= 0.90x'],
     ['4. raw phpredis vs the floor', $s4['phpredis tcp']['ops_per_s'] / $s4['floor tcp']['ops_per_s'], ''],
     ['4. redis-rs alone (examples/floor.rs) vs the floor', isset($s4['redis-rs tcp']) ? $s4['redis-rs tcp']['ops_per_s'] / $s4['floor tcp']['ops_per_s'] : 'not built', '(what the client library leaves)'],
+    ['C. client instructions per lock pair vs raw phpredis (reused object)', $s4c ? $s4c['lease'] / $s4c['phpredis'] : 'no valgrind', $s4c ? "({$s4c['lease']} vs {$s4c['phpredis']}; callgrind, whole process)" : ''],
+    ['C. client instructions per lock pair vs raw phpredis (new object per lock)', $s4c ? $s4c['lease_new'] / $s4c['phpredis'] : 'no valgrind', $s4c ? "({$s4c['lease_new']} vs {$s4c['phpredis']})" : ''],
     ['4. raw phpredis floor vs Symfony Lock (new object per lock)', $s4['phpredis tcp']['ops_per_s'] / $s4['symfony_new tcp']['ops_per_s'], '(the most any 2-round-trip lock can reach)'],
     ['TLS 1. contended session: wall vs phpredis+locking over TLS', $s1['lease_tls']['wall_ms'] / $s1['phpredis_lock_tls']['wall_ms'], '<= 0.75x'],
     ['TLS 1. contended session: keys kept (worst round)', $s1['lease_tls']['kept_min'], '100 of 100'],

@@ -8,6 +8,8 @@ missing=()
 for p in php8.2-redis php-symfony-lock php-laravel-framework; do
     [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
 done
+# valgrind: the client's instructions per lock pair (bench/client_instructions.php).
+[[ $(dpkg-query -W -f='${Status}' valgrind 2>/dev/null) == "install ok installed" ]] || missing+=(valgrind)
 # Symfony Semaphore 5.4 (php-symfony-semaphore), the semaphore anchor of scenarios 7 and 8.
 [[ $(dpkg-query -W -f='${Status}' php-symfony-semaphore 2>/dev/null) == "install ok installed" ]] || missing+=(php-symfony-semaphore)
 if ((${#missing[@]})); then

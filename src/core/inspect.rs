@@ -156,7 +156,7 @@ pub fn survey(lease: &Lease, kind: Kind) -> Result<Survey> {
         if let Some(data) = &keys.data {
             inv.key(data);
         }
-        inv.arg(MAX_LISTED).call(&mut c.inner)
+        inv.arg(MAX_LISTED).call(&mut *c.inner)
     })?;
     let shown = shown_key(keys, kind);
     read_survey(v, kind, shown).map_err(|why| {

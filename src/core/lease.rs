@@ -470,7 +470,7 @@ impl Lease {
             .key(&self.keys.weights)
             .arg(token.as_str())
             .arg(millis(ttl))
-            .call(&mut c.inner)?;
+            .call(&mut *c.inner)?;
         Ok((n, self.wait_replicas(c, n == 1)?))
     }
 
@@ -788,11 +788,11 @@ impl Lease {
                     .key(&self.keys.holders)
                     .key(&self.keys.weights)
                     .arg(token.as_str());
-                inv.call(&mut c.inner)
+                inv.call(&mut *c.inner)
             }
             Some(data) => self
                 .save_script(data, token, b"", 0, "unlock")
-                .call(&mut c.inner),
+                .call(&mut *c.inner),
         }
     }
 
@@ -880,7 +880,7 @@ impl Lease {
                 .key(&self.keys.waiters)
                 .key(&self.keys.terms)
                 .key(&self.keys.holders)
-                .call(&mut c.inner)?;
+                .call(&mut *c.inner)?;
             let acks = self.wait_replicas(c, n == 1)?;
             let _ = self.replicated(acks, "The lock was released");
             Ok(n)
@@ -968,7 +968,7 @@ impl Lease {
                 .key(&self.keys.lock)
                 .key(&self.keys.fence)
                 .arg(hold.token.as_str())
-                .call(&mut c.inner)
+                .call(&mut *c.inner)
         })?;
         let Some(v) = v else {
             metrics::incr(Counter::LockLost);
@@ -986,7 +986,7 @@ impl Lease {
             scripts::HELD
                 .key(&self.keys.lock)
                 .key(&self.keys.holders)
-                .call(&mut c.inner)
+                .call(&mut *c.inner)
         })?;
         Ok(n == 1)
     }
@@ -998,7 +998,7 @@ impl Lease {
                 .key(&self.keys.lock)
                 .key(&self.keys.holders)
                 .arg(token.as_str())
-                .call(&mut c.inner)
+                .call(&mut *c.inner)
         })?;
         self.parse_owned(v)
     }
@@ -1018,7 +1018,7 @@ impl Lease {
             }
             inv.arg(token.as_str())
                 .arg(millis(void_ttl(ttl)))
-                .call(&mut c.inner)
+                .call(&mut *c.inner)
         })?;
         self.parse_owned(v)
     }
@@ -1180,7 +1180,7 @@ impl Claim for LockClaim {
             if let Some((limit, weight)) = permits {
                 inv.arg(limit).arg(weight);
             }
-            let reply = match inv.call(&mut c.inner)? {
+            let reply = match inv.call(&mut *c.inner)? {
                 // The fast path's bare 1 (the cheapest reply for Redis to build):
                 // taken, its fence not assigned yet.
                 Value::Int(1) => Value::Array(vec![Value::Int(1), Value::BulkString(Vec::new())]),

@@ -2,7 +2,8 @@
 //!
 //! Dependencies point one way, down: inspect -> lock/session -> lease -> watchdog
 //! -> pool -> topology -> cluster/hold/sentinel -> dsn -> scripts/metrics/token (and
-//! compress, under session). `inspect` only reads what the floors below wrote.
+//! compress, under session), with pid (this process's id and its forks) under all.
+//! `inspect` only reads what the floors below wrote.
 
 pub(crate) mod cluster;
 pub mod compress;

@@ -6,9 +6,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Once;
 
 static PID: AtomicU32 = AtomicU32::new(0);
+static FORKS: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn forked() {
     PID.store(0, Ordering::Relaxed);
+    FORKS.fetch_add(1, Ordering::Relaxed);
 }
 
 /// `std::process::id()`, cached.
@@ -29,6 +31,14 @@ pub fn current() -> u32 {
         }
         pid => pid,
     }
+}
+
+/// How many fork()s lie between the first call of [`current`] and this process:
+/// state copied into a child (a random generator's) is told from its parent's
+/// even where a pid comes back (a parent exited, its pid reused by a grandchild).
+pub fn forks() -> u32 {
+    current();
+    FORKS.load(Ordering::Relaxed)
 }
 
 /// A value of this process's own, for state that a background thread shares:

@@ -28,7 +28,8 @@ use crate::core::topology::{self, Link};
 
 struct Idle {
     id: Identity,
-    link: Link,
+    /// Boxed, as in `Conn`: a link is moved in and out of the pool on every call.
+    link: Box<Link>,
     read_timeout: Duration,
     since: Instant,
     /// Closed once unused this long (`None`: kept).
@@ -125,7 +126,9 @@ pub fn idle_timeout() -> Option<Duration> {
 /// last reply has been read; dropping it closes it.
 pub struct Conn {
     id: Identity,
-    pub(crate) inner: Link,
+    /// Boxed: a link is a large value (redis-rs's parser and socket state), moved
+    /// in and out of the pool on every call.
+    pub(crate) inner: Box<Link>,
     read_timeout: Duration,
 }
 
@@ -165,7 +168,7 @@ impl Conn {
                 })?;
                 Conn {
                     id: ep.identity(),
-                    inner,
+                    inner: Box::new(inner),
                     read_timeout: ep.timeouts.read,
                 }
             }

@@ -16,7 +16,10 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use redis::{ConnectionLike, ErrorKind, FromRedisValue, RedisResult, ServerErrorKind, ToRedisArgs};
+use redis::{
+    ConnectionLike, ErrorKind, FromRedisValue, RedisResult, RedisWrite, ServerErrorKind,
+    ToRedisArgs,
+};
 
 /// One script: its source and SHA-1 (EVALSHA) and its function's name (FCALL).
 pub struct Lua {
@@ -42,11 +45,12 @@ impl Lua {
     }
 
     /// An invocation with its first key.
-    pub fn key<'a>(&'a self, key: impl Into<KeyBytes<'a>>) -> Invocation<'a> {
+    pub fn key<'k>(&self, key: impl Into<KeyBytes<'k>>) -> Invocation<'_> {
         let mut inv = Invocation {
             lua: self,
-            keys: Vec::with_capacity(8),
-            args: Vec::with_capacity(8),
+            body: Vec::with_capacity(512),
+            keys: 0,
+            args: 0,
         };
         inv.key(key);
         inv
@@ -86,64 +90,170 @@ impl From<Vec<u8>> for KeyBytes<'_> {
     }
 }
 
-/// A script with its keys and arguments, ready to run. Keys are borrowed where
-/// they can be (most are the lease's own), and the command is built in one
-/// buffer of the right size: this runs twice per lock, per request.
+/// A script with its keys and arguments, ready to run. They are written once,
+/// as the command's RESP, into one buffer: this runs twice per lock, and building
+/// a `redis::Cmd` to encode it again cost more than the rest of the call on the
+/// client (callgrind: docs/benchmarks.md). Keys come first, as in the command.
 pub struct Invocation<'a> {
     lua: &'a Lua,
-    keys: Vec<Cow<'a, [u8]>>,
-    args: Vec<Vec<u8>>,
+    /// Keys, then arguments, each a RESP bulk string.
+    body: Vec<u8>,
+    keys: usize,
+    args: usize,
+}
+
+/// Appends a RESP bulk string.
+fn bulk(out: &mut Vec<u8>, item: &[u8]) {
+    out.reserve(item.len() + 24);
+    out.push(b'$');
+    decimal(out, item.len());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(item);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn decimal(out: &mut Vec<u8>, n: usize) {
+    if n >= 10 {
+        decimal(out, n / 10);
+    }
+    out.push(b'0' + (n % 10) as u8);
+}
+
+/// Where `ToRedisArgs` writes an invocation's arguments.
+struct Bulks<'b> {
+    out: &'b mut Vec<u8>,
+    count: &'b mut usize,
+}
+
+impl RedisWrite for Bulks<'_> {
+    fn write_arg(&mut self, arg: &[u8]) {
+        bulk(self.out, arg);
+        *self.count += 1;
+    }
+
+    fn writer_for_next_arg(&mut self) -> impl std::io::Write + '_ {
+        NextArg {
+            to: Bulks {
+                out: self.out,
+                count: self.count,
+            },
+            bytes: Vec::new(),
+        }
+    }
+}
+
+/// An argument written piecewise: its length is known, and it is added, when
+/// the writer is dropped.
+struct NextArg<'b> {
+    to: Bulks<'b>,
+    bytes: Vec<u8>,
+}
+
+impl std::io::Write for NextArg<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for NextArg<'_> {
+    fn drop(&mut self) {
+        let bytes = std::mem::take(&mut self.bytes);
+        self.to.write_arg(&bytes);
+    }
 }
 
 impl<'a> Invocation<'a> {
-    pub fn key(&mut self, key: impl Into<KeyBytes<'a>>) -> &mut Self {
-        self.keys.push(key.into().0);
+    pub fn key<'k>(&mut self, key: impl Into<KeyBytes<'k>>) -> &mut Self {
+        debug_assert_eq!(self.args, 0, "a key after an argument");
+        bulk(&mut self.body, &key.into().0);
+        self.keys += 1;
         self
     }
 
     pub fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
-        arg.write_redis_args(&mut self.args);
+        arg.write_redis_args(&mut Bulks {
+            out: &mut self.body,
+            count: &mut self.args,
+        });
         self
     }
 
-    /// `name target numkeys keys... args...`: EVALSHA, EVAL or FCALL.
+    /// Keys and arguments, one by one.
+    fn items(&self) -> impl Iterator<Item = &[u8]> {
+        let mut rest = &self.body[..];
+        std::iter::from_fn(move || {
+            // Our own encoding: "$<len>\r\n<bytes>\r\n".
+            let digits = rest.iter().skip(1).take_while(|b| b.is_ascii_digit());
+            let (n, width) =
+                digits.fold((0, 0), |(n, w), b| (n * 10 + usize::from(b - b'0'), w + 1));
+            let from = 1 + width + 2;
+            let item = rest.get(from..from + n)?;
+            rest = &rest[from + n + 2..];
+            Some(item)
+        })
+    }
+
+    /// `name target numkeys keys... args...` (EVALSHA, EVAL or FCALL), as RESP.
+    fn packed(&self, name: &str, target: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(48 + target.len() + self.body.len());
+        out.push(b'*');
+        decimal(&mut out, 3 + self.keys + self.args);
+        out.extend_from_slice(b"\r\n");
+        bulk(&mut out, name.as_bytes());
+        bulk(&mut out, target);
+        let mut numkeys = Vec::with_capacity(4);
+        decimal(&mut numkeys, self.keys);
+        bulk(&mut out, &numkeys);
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    /// The same as a `redis::Cmd`, for a link that routes commands by their keys
+    /// (a Cluster).
     fn command(&self, name: &str, target: &[u8]) -> redis::Cmd {
-        let data = target.len()
-            + 10
-            + self.keys.iter().map(|k| k.len()).sum::<usize>()
-            + self.args.iter().map(Vec::len).sum::<usize>();
-        let mut cmd = redis::Cmd::with_capacity(3 + self.keys.len() + self.args.len(), data);
-        cmd.arg(name).arg(target).arg(self.keys.len());
-        for key in &self.keys {
-            cmd.arg(&key[..]);
-        }
-        for arg in &self.args {
-            cmd.arg(&arg[..]);
+        let mut cmd = redis::Cmd::with_capacity(3 + self.keys + self.args, self.body.len());
+        cmd.arg(name).arg(target).arg(self.keys);
+        for item in self.items() {
+            cmd.arg(item);
         }
         cmd
     }
 
-    /// The command running it as a script: EVALSHA, or EVAL with its source.
-    fn cmd(&self, by_source: bool) -> redis::Cmd {
-        match by_source {
-            true => self.command("EVAL", self.lua.source.as_bytes()),
-            false => self.command("EVALSHA", self.lua.hash.as_bytes()),
-        }
+    /// Sends it as `name target ...`: already encoded where `packed` (one node).
+    fn query<T: FromRedisValue>(
+        &self,
+        con: &mut dyn ConnectionLike,
+        packed: bool,
+        name: &str,
+        target: &[u8],
+    ) -> RedisResult<T> {
+        let reply = match packed {
+            true => con.req_packed_command(&self.packed(name, target))?,
+            false => con.req_command(&self.command(name, target))?,
+        };
+        Ok(redis::from_redis_value(reply.extract_error()?)?)
     }
 
     /// Runs it as a script: EVALSHA, or EVAL when Redis does not know it.
     pub fn invoke<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
-        match self.cmd(false).query(con) {
+        self.by_script(con, false)
+    }
+
+    fn by_script<T: FromRedisValue>(
+        &self,
+        con: &mut dyn ConnectionLike,
+        packed: bool,
+    ) -> RedisResult<T> {
+        match self.query(con, packed, "EVALSHA", self.lua.hash.as_bytes()) {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.cmd(true).query(con)
+                self.query(con, packed, "EVAL", self.lua.source.as_bytes())
             }
             other => other,
         }
-    }
-
-    /// FCALL of its function.
-    fn fcall(&self) -> redis::Cmd {
-        self.command("FCALL", self.lua.function.as_bytes())
     }
 
     /// Runs it on `con`: as a function where the link can (loading the library
@@ -151,15 +261,16 @@ impl<'a> Invocation<'a> {
     /// only after an answer that says it did not run: a function that ran and
     /// failed half-way must not run twice.
     pub fn call<T: FromRedisValue>(&self, con: &mut dyn Scripted) -> RedisResult<T> {
+        let packed = con.takes_packed();
         if !con.functions().usable() {
-            return self.invoke(con);
+            return self.by_script(con, packed);
         }
         for _ in 0..2 {
-            match self.fcall().query(con) {
+            match self.query(con, packed, "FCALL", self.lua.function.as_bytes()) {
                 Err(e) if not_found(&e) => {}
                 Err(e) if fcall_refused(&e) => {
                     con.functions().refused = true;
-                    return self.invoke(con);
+                    return self.by_script(con, packed);
                 }
                 other => return other,
             }
@@ -169,12 +280,12 @@ impl<'a> Invocation<'a> {
                 Err(e) if e.is_io_error() || e.is_timeout() => return Err(e),
                 Err(e) => {
                     con.functions().refused |= !passing(&e);
-                    return self.invoke(con);
+                    return self.by_script(con, packed);
                 }
             }
         }
         // Flushed again between load and call: a script cannot be.
-        self.invoke(con)
+        self.by_script(con, packed)
     }
 }
 
@@ -196,6 +307,10 @@ impl Functions {
 /// A link that remembers whether it runs functions.
 pub trait Scripted: ConnectionLike {
     fn functions(&mut self) -> &mut Functions;
+
+    /// Whether a command may go to it already encoded (`req_packed_command`): one
+    /// node takes it as it is; a Cluster routes each command by its keys.
+    fn takes_packed(&self) -> bool;
 }
 
 /// "Function not found": nothing ran (a new server, `FUNCTION FLUSH`, a master
@@ -380,3 +495,65 @@ scripts! {
 
 /// The functions' library.
 pub static LIBRARY: LazyLock<Library> = LazyLock::new(Library::new);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An argument written piecewise, as some `ToRedisArgs` do.
+    struct Piecewise;
+
+    impl ToRedisArgs for Piecewise {
+        fn write_redis_args<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+            use std::io::Write;
+            let mut w = out.writer_for_next_arg();
+            w.write_all(b"pie").unwrap();
+            w.write_all(b"ce").unwrap();
+        }
+    }
+
+    #[test]
+    fn an_invocation_is_sent_as_redis_rs_would_send_it() {
+        let owned: Vec<u8> = b"k{x}:void:t".to_vec();
+        let mut inv = ACQUIRE.key(&b"k{x}"[..]);
+        inv.key(owned).key("").key(&String::from("k{x}:0123456789"));
+        inv.arg("tok")
+            .arg(30_000u64)
+            .arg(-1i64)
+            .arg(&b"\x00\r\n$3"[..])
+            .arg(Piecewise)
+            .arg("");
+        let mut expected = redis::cmd("FCALL");
+        expected
+            .arg("fn")
+            .arg(4)
+            .arg("k{x}")
+            .arg("k{x}:void:t")
+            .arg("");
+        expected
+            .arg("k{x}:0123456789")
+            .arg("tok")
+            .arg(30_000)
+            .arg(-1);
+        expected.arg(&b"\x00\r\n$3"[..]).arg("piece").arg("");
+        let expected = expected.get_packed_command();
+        assert_eq!(inv.packed("FCALL", b"fn"), expected);
+        assert_eq!(inv.command("FCALL", b"fn").get_packed_command(), expected);
+    }
+
+    #[test]
+    fn lengths_of_every_width() {
+        for n in [0, 9, 10, 99, 100, 12_345, 1 << 20] {
+            let item = vec![b'x'; n];
+            let mut inv = ACQUIRE.key(&item[..]);
+            inv.arg(&item[..]);
+            let mut expected = redis::cmd("EVALSHA");
+            expected.arg("h").arg(1).arg(&item[..]).arg(&item[..]);
+            assert_eq!(
+                inv.packed("EVALSHA", b"h"),
+                expected.get_packed_command(),
+                "{n}"
+            );
+        }
+    }
+}

@@ -313,7 +313,7 @@ impl Claim for SessionClaim<'_> {
                 .arg(millis(ttl))
                 .arg(millis(will_wait))
                 .arg(self.config.max_waiters)
-                .call(&mut c.inner)?;
+                .call(&mut *c.inner)?;
             let acks = lease.replicate_claim(c, &reply, token, ttl)?;
             Ok((reply, acks))
         })?;
@@ -553,7 +553,7 @@ impl SessionStore {
                     let n: i64 = s
                         .lease
                         .save_script(s.data_key(), &hold.token, data, secs, op)
-                        .call::<i64>(&mut c.inner)?;
+                        .call::<i64>(&mut *c.inner)?;
                     let acks = s.lease.wait_replicas(c, n == 1)?;
                     Ok((n, acks))
                 };
@@ -757,7 +757,7 @@ impl SessionStore {
                     Expect::Data(d) => d,
                     _ => b"",
                 })
-                .call(&mut c.inner)?;
+                .call(&mut *c.inner)?;
             let acks = lease.wait_replicas(c, n == 1)?;
             Ok((n, acks))
         })?;
@@ -801,7 +801,7 @@ impl SessionStore {
                 .key(&lease.keys.terms)
                 .key(lease.keys.marker(b"revoked", &nonce))
                 .arg(millis(keep + Duration::from_secs(1)))
-                .call::<i64>(&mut c.inner)
+                .call::<i64>(&mut *c.inner)
         })?;
         Ok(())
     }

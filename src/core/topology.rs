@@ -216,6 +216,10 @@ impl Scripted for Link {
     fn functions(&mut self) -> &mut Functions {
         &mut self.functions
     }
+
+    fn takes_packed(&self) -> bool {
+        matches!(self.conn, Inner::Node(_))
+    }
 }
 
 impl ConnectionLike for Link {
