@@ -414,3 +414,60 @@ fn a_reply_later_than_the_read_timeout_never_answers_another_command() {
         assert!(next.release(&h, false).unwrap());
     }
 }
+
+/// A master that cannot be reached, before anything of the call went out: the
+/// call fails as a failed connection does (nothing ran, nothing to settle), not
+/// as one whose outcome is unknown, and the link, in step with the masters it
+/// reached, stays pooled.
+#[test]
+fn a_master_that_cannot_be_reached_fails_the_call_as_nothing_sent() {
+    let set = ClusterSet::start(3, 0);
+    for n in &set.nodes {
+        // The others go on serving their slots when the dead master is marked failed.
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-require-full-coverage")
+            .arg("no")
+            .query(&mut n.conn())
+            .unwrap();
+    }
+    let names = names_on_every_master(&set, 2);
+    let near_port = set.owner_of(&format!("lock:{{{}}}", names[0])).port;
+    let far_port = set.owner_of(&format!("lock:{{{}}}", names[1])).port;
+    // The functions loaded on every master, by another link.
+    let warm = lease(&set.dsn("?timeout=0.5"), &names[1]);
+    let w = warm
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free");
+    assert!(warm.release(&w, false).unwrap());
+    // Seeded with near's master alone: the pooled link learns the slot map there
+    // and holds a connection to it, none yet to far's.
+    let dsn = format!("redis-cluster://127.0.0.1:{near_port}?timeout=0.5&read_timeout=0.5");
+    let (near, far) = (lease(&dsn, &names[0]), lease(&dsn, &names[1]));
+    let h = near
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free");
+    let i = set.nodes.iter().position(|n| n.port == far_port).unwrap();
+    set.nodes[i].signal("KILL");
+    await_until(SEC * 5, "the killed master's port to close", || {
+        std::net::TcpStream::connect(("127.0.0.1", far_port)).is_err()
+    });
+    let near_node = set.nodes.iter().find(|n| n.port == near_port).unwrap();
+    let before = info_count(&mut near_node.conn(), "total_connections_received:");
+    match far.acquire(SEC * 30, Duration::ZERO) {
+        Err(redis_lease::core::error::Error::Connection(m)) => {
+            assert!(m.contains("Cannot reach"), "{m}")
+        }
+        other => panic!("nothing was sent: a connection error, not {other:?}"),
+    }
+    // The release reuses the pooled link: near's master sees one connection more,
+    // the INFO's own.
+    assert!(near.release(&h, false).unwrap());
+    assert_eq!(
+        info_count(&mut near_node.conn(), "total_connections_received:") - before,
+        1,
+        "the link stayed pooled"
+    );
+}

@@ -8,7 +8,10 @@
 //! caller knows whether a second run is safe (a release's is not). That is what
 //! a lease's callers expect of any link, so they need no Cluster's own
 //! bookkeeping (redis-rs's cluster client resends such a command, which took a
-//! "done" marker per unlock to recognize).
+//! "done" marker per unlock to recognize). A node that cannot be reached before
+//! anything of a call was written leaves nothing that may have run
+//! (`Link::sent_nothing`): the caller fails it as a checkout that could not
+//! connect, with nothing to settle.
 
 use std::time::{Duration, Instant};
 
@@ -106,6 +109,10 @@ pub(crate) struct Cluster {
     /// that ran: the WAIT that follows a write must be asked on the connection
     /// that wrote, or it would say every replica has it.
     ran: Vec<(u16, usize)>,
+    /// Whether a command was written to a node since `begin`: until one is,
+    /// a failure (a node that cannot be reached, no master known) leaves
+    /// nothing that may have run.
+    wrote: bool,
 }
 
 /// How many redirects one command follows (MOVED and ASK), at most.
@@ -136,6 +143,7 @@ impl Cluster {
             stale: true,
             timeout: ep.timeouts.read,
             ran: Vec::new(),
+            wrote: false,
         };
         cluster.refresh(None)?;
         Ok(cluster)
@@ -149,12 +157,26 @@ impl Cluster {
         Ok(())
     }
 
-    /// The connection to node `i`, made now if there is none.
+    /// A caller's call begins (a pool checkout): nothing of it written yet.
+    pub(crate) fn begin(&mut self) {
+        self.wrote = false;
+    }
+
+    /// Whether anything was written to a node since `begin`.
+    pub(crate) fn wrote(&self) -> bool {
+        self.wrote
+    }
+
+    /// The connection to node `i`, made now if there is none. One that cannot
+    /// be made has the slot map asked for again (a failover may have named
+    /// another master).
     fn conn(&mut self, i: usize) -> RedisResult<&mut redis::Connection> {
         let node = &mut self.nodes[i];
         if node.conn.is_none() {
-            let conn = (self.connect)(&self.ep, &node.addr)
-                .map_err(|e| io_error("Cannot connect", e.to_string()))?;
+            let conn = (self.connect)(&self.ep, &node.addr).map_err(|e| {
+                self.stale = true;
+                io_error("Cannot connect", e.to_string())
+            })?;
             conn.set_read_timeout(Some(self.timeout))?;
             node.conn = Some(conn);
         }
@@ -338,7 +360,9 @@ impl Cluster {
     /// Sends `cmd` to node `i` (after ASKING when `asking`). A broken
     /// connection is dropped, never used again.
     fn send(&mut self, i: usize, cmd: &Cmd, asking: bool) -> RedisResult<Value> {
-        let conn = self.conn(i)?;
+        self.conn(i)?;
+        self.wrote = true;
+        let conn = self.nodes[i].conn.as_mut().expect("just connected");
         let reply = if asking {
             let mut p = redis::pipe();
             // Its error reply in its place, as a plain link's (TRYAGAIN: a
@@ -480,8 +504,10 @@ impl Cluster {
             for &c in &mine {
                 p.add_command(cmds[c].clone());
             }
-            let got = self.conn(node).and_then(|conn| p.query::<Vec<Value>>(conn));
-            let got = match got {
+            self.conn(node)?;
+            self.wrote = true;
+            let conn = self.nodes[node].conn.as_mut().expect("just connected");
+            let got = match p.query::<Vec<Value>>(conn) {
                 Ok(got) => got,
                 Err(e) => {
                     self.broke(node);

@@ -329,6 +329,19 @@ impl Lease {
                         scripting_hint(&e)
                     ))))
                 }
+                Err(e) if conn.inner.sent_nothing() => {
+                    // A Cluster master this call needed could not be reached before
+                    // anything went out: as a failed checkout, nothing ran. The link
+                    // is in step with the nodes it reached, and stays pooled; the
+                    // endpoint is not marked failed for one node.
+                    conn.recycle();
+                    metrics::incr(Counter::ConnectionErrors);
+                    Err(Failure::NotSent(connection_error(
+                        &self.endpoint,
+                        "Cannot reach",
+                        &e,
+                    )))
+                }
                 Err(e) => {
                     // The reply may still be on its way: this connection is out of step
                     // and is dropped (closed) here, never reused.

@@ -174,6 +174,7 @@ impl Conn {
             }
         };
         conn.inner.functions.off = !ep.functions;
+        conn.inner.begin();
         // Two DSNs for one Redis share a link; each call has its own read timeout.
         if conn.read_timeout != ep.timeouts.read {
             conn.read_timeout = ep.timeouts.read;

@@ -155,6 +155,20 @@ impl Link {
 }
 
 impl Link {
+    /// A caller's call begins on this link (see `sent_nothing`).
+    pub(crate) fn begin(&mut self) {
+        if let Inner::Cluster(c) = &mut self.conn {
+            c.begin();
+        }
+    }
+
+    /// Whether nothing was written since `begin`, for sure: a Cluster node the
+    /// call needed could not be reached before any command went out. (One
+    /// node's link is connected before the call, so its failures come later.)
+    pub(crate) fn sent_nothing(&self) -> bool {
+        matches!(&self.conn, Inner::Cluster(c) if !c.wrote())
+    }
+
     /// Where a SCAN must run to see every key: this node (`None`), or each master
     /// of a Cluster, as the Cluster names them now.
     pub(crate) fn scan_targets(&mut self) -> RedisResult<Vec<Option<(String, u16)>>> {
