@@ -2,27 +2,32 @@
 //! getpid(), and every pool checkout and request registry access asks (to tell a
 //! forked child from its parent). Read once, and again in a child after fork().
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Once;
 
 static PID: AtomicU32 = AtomicU32::new(0);
 static FORKS: AtomicU32 = AtomicU32::new(0);
+/// Whether the fork handler is in place: without it nothing here is cached.
+static WATCHING: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn forked() {
     PID.store(0, Ordering::Relaxed);
     FORKS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// `std::process::id()`, cached.
+/// `std::process::id()`, cached (asked each time if the fork handler could not
+/// be registered: a cached pid would make a child take its parent's links).
 pub fn current() -> u32 {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
-        // SAFETY: registers a handler that only stores to an atomic. glibc
+        // SAFETY: registers a handler that only stores to atomics. glibc
         // unregisters it when this library is unloaded (dlclose).
-        unsafe {
-            libc::pthread_atfork(None, None, Some(forked));
-        }
+        let ok = unsafe { libc::pthread_atfork(None, None, Some(forked)) } == 0;
+        WATCHING.store(ok, Ordering::Relaxed);
     });
+    if !WATCHING.load(Ordering::Relaxed) {
+        return std::process::id();
+    }
     match PID.load(Ordering::Relaxed) {
         0 => {
             let pid = std::process::id();
@@ -36,9 +41,12 @@ pub fn current() -> u32 {
 /// How many fork()s lie between the first call of [`current`] and this process:
 /// state copied into a child (a random generator's) is told from its parent's
 /// even where a pid comes back (a parent exited, its pid reused by a grandchild).
-pub fn forks() -> u32 {
+/// `None` if the fork handler could not be registered: forks go unseen.
+pub fn forks() -> Option<u32> {
     current();
-    FORKS.load(Ordering::Relaxed)
+    WATCHING
+        .load(Ordering::Relaxed)
+        .then(|| FORKS.load(Ordering::Relaxed))
 }
 
 /// A value of this process's own, for state that a background thread shares:

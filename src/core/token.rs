@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 use rand::rngs::StdRng;
-use rand::{RngCore, SeedableRng};
+use rand::{RngCore, SeedableRng, TryRngCore};
 
 use crate::core::pid;
 
@@ -20,24 +20,29 @@ thread_local! {
     static RNG: RefCell<Option<(u32, StdRng)>> = const { RefCell::new(None) };
 }
 
+fn os_seeded() -> StdRng {
+    StdRng::try_from_os_rng().expect("the OS random number generator failed")
+}
+
 impl Token {
     /// 128 bits from this thread's generator. A forked child reseeds before its
     /// first token: a copy of its parent's state would repeat the parent's next
     /// tokens, and with them its holds.
     pub fn generate() -> Token {
         let mut bytes = [0u8; 16];
-        RNG.with_borrow_mut(|slot| {
-            let forks = pid::forks();
-            let rng = match slot {
-                Some((seeded, rng)) if *seeded == forks => rng,
-                _ => {
-                    let rng =
-                        StdRng::try_from_os_rng().expect("the OS random number generator failed");
-                    &mut slot.insert((forks, rng)).1
-                }
-            };
-            rng.fill_bytes(&mut bytes);
-        });
+        match pid::forks() {
+            Some(forks) => RNG.with_borrow_mut(|slot| {
+                let rng = match slot {
+                    Some((seeded, rng)) if *seeded == forks => rng,
+                    _ => &mut slot.insert((forks, os_seeded())).1,
+                };
+                rng.fill_bytes(&mut bytes);
+            }),
+            // Forks go unseen (no fork handler): the OS for every token.
+            None => rand::rngs::OsRng
+                .try_fill_bytes(&mut bytes)
+                .expect("the OS random number generator failed"),
+        }
         // Lower-case hex, written out directly: twice per lock, cheaper than format!.
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut hex = String::with_capacity(32);
