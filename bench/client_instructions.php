@@ -5,15 +5,17 @@
 // warm-up and shutdown. Instructions, not seconds: the same figure on a quiet machine or a busy
 // one, so a change of a few per cent shows (wall rates here move by 10% between hours).
 // argv: the PHP command line to run lock_loop.php with (after '--'), libs (comma-separated).
-// Env: BENCH_REDIS (host:port). Prints JSON {lib: instructions per pair}.
+// Env: BENCH_WHERE (tcp, the default, or cluster), BENCH_REDIS (host:port), BENCH_SEEDS (a cluster's
+// host:port,...). Prints JSON {lib: instructions per pair}.
 $sep = array_search('--', $argv, true);
 $sep !== false || exit("usage: client_instructions.php LIBS -- PHP [ARGS...]\n");
 $libs = explode(',', $argv[1]);
 $php = array_slice($argv, $sep + 1);
+$where = getenv('BENCH_WHERE') ?: 'tcp';
 
-$instructions = function (string $lib, int $n) use ($php): int {
+$instructions = function (string $lib, int $n) use ($php, $where): int {
     $cmd = ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null', ...$php,
-        __DIR__ . '/lock_loop.php', $lib, 'tcp', (string) $n];
+        __DIR__ . '/lock_loop.php', $lib, $where, (string) $n];
     $proc = proc_open($cmd, [1 => ['file', '/dev/null', 'w'], 2 => ['pipe', 'w']], $pipes);
     $err = stream_get_contents($pipes[2]);
     $code = proc_close($proc);

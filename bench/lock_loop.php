@@ -8,7 +8,9 @@
 // BENCH_CA (the CA file), BENCH_SEEDS (host:port,host:port,... of a cluster).
 [$_, $lib, $where, $n] = $argv;
 $n = (int) $n;
-$key = "bench:loop:$lib:$where";
+// On a cluster every lib's key is in one slot (the lease's lock is lock:{KEY}):
+// the same master serves them all, as one node does elsewhere.
+$key = $where === 'cluster' ? 'bench:loop:cluster' : "bench:loop:$lib:$where";
 $ca = getenv('BENCH_CA') ?: '';
 [$host, $port] = explode(':', getenv($where === 'tls' ? 'BENCH_TLS' : 'BENCH_REDIS'));
 $seeds = explode(',', getenv('BENCH_SEEDS') ?: '');

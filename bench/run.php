@@ -293,6 +293,12 @@ $s4c = null;
 if (trim((string) shell_exec('command -v valgrind')) !== '') {
     say("4c. client instructions per lock pair (callgrind, 3,000 pairs less 1,000)\n");
     $s4c = $run([PHP_BINARY, __DIR__ . '/client_instructions.php', 'lease,lease_new,phpredis', '--', ...$php]);
+    // The same on the cluster (raw phpredis: RedisCluster): what routing costs the client.
+    putenv('BENCH_WHERE=cluster');
+    foreach ($run([PHP_BINARY, __DIR__ . '/client_instructions.php', 'lease,phpredis', '--', ...$php]) as $lib => $n) {
+        $s4c["$lib cluster"] = $n;
+    }
+    putenv('BENCH_WHERE');
     foreach ($s4c as $lib => $n) {
         say("   %-18s %8d instructions per pair\n", $lib, $n);
     }
@@ -522,6 +528,7 @@ $rows = [
     ['4. redis-rs alone (examples/floor.rs) vs the floor', isset($s4['redis-rs tcp']) ? $s4['redis-rs tcp']['ops_per_s'] / $s4['floor tcp']['ops_per_s'] : 'not built', '(what the client library leaves)'],
     ['C. client instructions per lock pair vs raw phpredis (reused object)', $s4c ? $s4c['lease'] / $s4c['phpredis'] : 'no valgrind', $s4c ? "({$s4c['lease']} vs {$s4c['phpredis']}; callgrind, whole process)" : ''],
     ['C. client instructions per lock pair vs raw phpredis (new object per lock)', $s4c ? $s4c['lease_new'] / $s4c['phpredis'] : 'no valgrind', $s4c ? "({$s4c['lease_new']} vs {$s4c['phpredis']})" : ''],
+    ['C. client instructions per lock pair on Cluster vs raw phpredis RedisCluster', $s4c ? $s4c['lease cluster'] / $s4c['phpredis cluster'] : 'no valgrind', $s4c ? "({$s4c['lease cluster']} vs {$s4c['phpredis cluster']})" : ''],
     ['4. raw phpredis floor vs Symfony Lock (new object per lock)', $s4['phpredis tcp']['ops_per_s'] / $s4['symfony_new tcp']['ops_per_s'], '(the most any 2-round-trip lock can reach)'],
     ['TLS 1. contended session: wall vs phpredis+locking over TLS', $s1['lease_tls']['wall_ms'] / $s1['phpredis_lock_tls']['wall_ms'], '<= 0.75x'],
     ['TLS 1. contended session: keys kept (worst round)', $s1['lease_tls']['kept_min'], '100 of 100'],

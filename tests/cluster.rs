@@ -37,6 +37,17 @@ fn names_on_every_master(set: &ClusterSet, n: usize) -> Vec<String> {
     names
 }
 
+/// The slot of `key`, and a master other than the one serving it.
+fn slot_and_another_master<'a>(set: &'a ClusterSet, key: &str) -> (i64, &'a support::RedisServer) {
+    let slot = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(&mut set.any().conn())
+        .unwrap();
+    let owner = set.owner_of(key).port;
+    (slot, set.nodes.iter().find(|n| n.port != owner).unwrap())
+}
+
 #[test]
 fn locks_and_sessions_on_a_cluster() {
     let set = ClusterSet::start(3, 1);
@@ -149,13 +160,7 @@ fn a_slot_migrates_under_a_held_lock_and_a_waiter() {
     let mut h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
     l.fence(&mut h).unwrap();
     let key = "lock:{migrating}";
-    let slot: i64 = redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(&mut set.any().conn())
-        .unwrap();
-    let from = set.owner_of(key).port;
-    let to = set.nodes.iter().find(|n| n.port != from).unwrap();
+    let (slot, to) = slot_and_another_master(&set, key);
     let waiter = {
         let l = lease(&dsn, "migrating");
         std::thread::spawn(move || l.acquire(SEC * 30, SEC * 15).unwrap())
@@ -175,6 +180,37 @@ fn a_slot_migrates_under_a_held_lock_and_a_waiter() {
     assert!(handed.fence > h.fence);
     assert!(exists(&mut to.conn(), key));
     assert!(l.release(&handed, false).unwrap());
+}
+
+#[test]
+fn a_script_whose_keys_all_moved_mid_migration_follows_the_ask() {
+    let set = ClusterSet::start(3, 0);
+    let dsn = set.dsn("?timeout=1&read_timeout=2");
+    let l = lease(&dsn, "asked");
+    // A fencing counter (from an earlier holder), and a holder whose fence is
+    // still unassigned: the fence script's two keys.
+    let mut first = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let earlier = l.fence(&mut first).unwrap().expect("held");
+    assert!(l.release(&first, false).unwrap());
+    let mut h = l.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let key = "lock:{asked}";
+    let (slot, to) = slot_and_another_master(&set, key);
+    let from = set.begin_move(slot, to);
+    // Both keys are on the importing node, the slot still the old master's: it
+    // answers ASK, and the script runs there only after an ASKING.
+    support::migrate_rest(&set, from, to, slot);
+    assert!(set.keys_in_slot(from, slot).is_empty());
+    let asked = info_count(&mut to.conn(), "cmdstat_asking:calls=");
+    let fence = l.fence(&mut h).unwrap().expect("still held");
+    assert!(fence > earlier, "{fence} after {earlier}");
+    assert_eq!(
+        info_count(&mut to.conn(), "cmdstat_asking:calls=") - asked,
+        1,
+        "asked once"
+    );
+    set.finish_move(slot, to);
+    assert!(l.release(&h, false).unwrap(), "released on the new master");
+    assert!(!exists(&mut to.conn(), key));
 }
 
 /// The fault of a node that answers late: stopped now, it goes on after more
@@ -232,16 +268,7 @@ fn a_script_caught_mid_migration_waits_for_it_to_finish() {
     // Its fencing token: the counter is a second key in the slot.
     holder.fence(&mut h).unwrap();
     let key = "lock:{split}";
-    let slot: i64 = redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query(&mut set.any().conn())
-        .unwrap();
-    let to = set
-        .nodes
-        .iter()
-        .find(|n| n.port != set.owner_of(key).port)
-        .unwrap();
+    let (slot, to) = slot_and_another_master(&set, key);
     let from = set.begin_move(slot, to);
     // Half-way: the lease has moved, its fence counter has not. Scripts that
     // touch both are refused with TRYAGAIN until the move is over.

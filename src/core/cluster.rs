@@ -43,15 +43,72 @@ enum Target {
     Any,
 }
 
-/// Which key of `cmd` decides where it runs (the first), as far as our own
-/// commands go: scripts and functions name their keys after a count, FUNCTION
-/// and SCRIPT go to every master, and the others either have no key or have it
-/// first.
-fn target(cmd: &Cmd) -> Target {
-    let mut args = cmd.args_iter().map(|a| match a {
-        redis::Arg::Simple(a) => a,
-        _ => &b""[..],
-    });
+/// A command as its caller gave it: built (`Cmd`), or already encoded as RESP
+/// (our invocations, `Link::req_packed_command`), which goes out as it is.
+#[derive(Clone, Copy)]
+pub(crate) enum Request<'a> {
+    Built(&'a Cmd),
+    Packed(&'a [u8]),
+}
+
+impl Request<'_> {
+    /// Which key decides where it runs (the first), as far as our own commands
+    /// go: scripts and functions name their keys after a count, FUNCTION and
+    /// SCRIPT go to every master, and the others either have no key or have it
+    /// first.
+    fn target(self) -> Target {
+        match self {
+            Request::Built(cmd) => target(cmd.args_iter().map(|a| match a {
+                redis::Arg::Simple(a) => a,
+                _ => &b""[..],
+            })),
+            Request::Packed(bytes) => target(resp_args(bytes)),
+        }
+    }
+
+    /// Its RESP, after an ASKING.
+    fn asking(self) -> Vec<u8> {
+        let mut out = b"*1\r\n$6\r\nASKING\r\n".to_vec();
+        match self {
+            Request::Built(cmd) => cmd.write_packed_command(&mut out),
+            Request::Packed(bytes) => out.extend_from_slice(bytes),
+        }
+        out
+    }
+}
+
+/// The arguments of one command encoded as RESP (`*<n>` then `$<len>` and the
+/// bytes of each), as far as they are well formed.
+fn resp_args(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    // A length and what follows its line.
+    fn line(b: &[u8]) -> Option<(usize, &[u8])> {
+        let end = b.iter().position(|&c| c == b'\r')?;
+        Some((number(&b[..end])?, b[end..].strip_prefix(b"\r\n")?))
+    }
+    let mut rest = bytes
+        .strip_prefix(b"*")
+        .and_then(line)
+        .map_or(&b""[..], |(_, rest)| rest);
+    std::iter::from_fn(move || {
+        let (n, body) = line(rest.strip_prefix(b"$")?)?;
+        let arg = body.get(..n)?;
+        rest = body.get(n + 2..)?;
+        Some(arg)
+    })
+}
+
+/// A decimal count (at most 18 digits: no overflow).
+fn number(digits: &[u8]) -> Option<usize> {
+    let valid = (1..=18).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit);
+    valid.then(|| {
+        digits
+            .iter()
+            .fold(0, |n, &d| n * 10 + usize::from(d - b'0'))
+    })
+}
+
+/// Where a command whose arguments are `args` runs (see `Request::target`).
+fn target<'a>(mut args: impl Iterator<Item = &'a [u8]>) -> Target {
     let Some(name) = args.next() else {
         return Target::Any;
     };
@@ -68,8 +125,7 @@ fn target(cmd: &Cmd) -> Target {
         "EVAL_RO",
         "EVALSHA_RO",
     ]) {
-        let keys = args.nth(1).and_then(|n| std::str::from_utf8(n).ok());
-        return match (keys.and_then(|n| n.parse::<u32>().ok()), args.next()) {
+        return match (args.nth(1).and_then(number), args.next()) {
             (Some(n), Some(key)) if n > 0 => Target::Slot(slot(key)),
             _ => Target::Any,
         };
@@ -288,14 +344,14 @@ impl Cluster {
 
     /// Runs `cmd` where it belongs, following redirects (see the module's
     /// header). An error reply comes back as a value, as from a plain link.
-    pub(crate) fn run(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+    pub(crate) fn run(&mut self, req: Request) -> RedisResult<Value> {
         self.ran.clear();
-        self.route(cmd)
+        self.route(req)
     }
 
     /// `run`, noting where the command ran in `ran`.
-    fn route(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        let slot = match target(cmd) {
+    fn route(&mut self, cmd: Request) -> RedisResult<Value> {
+        let slot = match cmd.target() {
             Target::Slot(slot) => slot,
             Target::Masters => return self.on_masters(cmd),
             Target::Any => {
@@ -357,22 +413,25 @@ impl Cluster {
         }
     }
 
-    /// Sends `cmd` to node `i` (after ASKING when `asking`). A broken
-    /// connection is dropped, never used again.
-    fn send(&mut self, i: usize, cmd: &Cmd, asking: bool) -> RedisResult<Value> {
+    /// The connection to node `i`, for a command about to be written to it.
+    fn conn_to_write(&mut self, i: usize) -> RedisResult<&mut redis::Connection> {
         self.conn(i)?;
         self.wrote = true;
-        let conn = self.nodes[i].conn.as_mut().expect("just connected");
-        let reply = if asking {
-            let mut p = redis::pipe();
+        Ok(self.nodes[i].conn.as_mut().expect("just connected"))
+    }
+
+    /// Sends `cmd` to node `i` (after ASKING when `asking`). A broken
+    /// connection is dropped, never used again.
+    fn send(&mut self, i: usize, cmd: Request, asking: bool) -> RedisResult<Value> {
+        let conn = self.conn_to_write(i)?;
+        let reply = match (asking, cmd) {
             // Its error reply in its place, as a plain link's (TRYAGAIN: a
             // script whose keys are split between the two nodes for now).
-            p.ignore_errors();
-            p.cmd("ASKING").ignore().add_command(cmd.clone());
-            p.query::<Vec<Value>>(conn)
-                .map(|mut v| v.pop().unwrap_or(Value::Nil))
-        } else {
-            conn.req_command(cmd)
+            (true, _) => conn
+                .req_packed_commands(&cmd.asking(), 0, 2)
+                .map(|mut v| v.pop().unwrap_or(Value::Nil)),
+            (false, Request::Built(cmd)) => conn.req_command(cmd),
+            (false, Request::Packed(bytes)) => conn.req_packed_command(bytes),
         };
         if reply.is_err() {
             self.broke(i);
@@ -382,7 +441,7 @@ impl Cluster {
 
     /// Runs `cmd` on every master (FUNCTION LOAD, SCRIPT FLUSH...): the last
     /// answer, or the first error.
-    fn on_masters(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+    fn on_masters(&mut self, cmd: Request) -> RedisResult<Value> {
         let mut answer = Value::Nil;
         for i in self.masters() {
             answer = self.send(i, cmd, false)?;
@@ -415,7 +474,7 @@ impl Cluster {
         }
         let mut fewest: Option<Value> = None;
         for i in nodes {
-            let reply = self.send(i, cmd, false)?;
+            let reply = self.send(i, Request::Built(cmd), false)?;
             fewest = match (fewest, reply) {
                 (Some(Value::Int(a)), Value::Int(b)) => Some(Value::Int(a.min(b))),
                 (Some(error @ Value::ServerError(_)), _) => Some(error),
@@ -436,7 +495,7 @@ impl Cluster {
         let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
         let slots: Vec<Option<u16>> = cmds
             .iter()
-            .map(|c| match target(c) {
+            .map(|c| match Request::Built(c).target() {
                 Target::Slot(s) => Some(s),
                 _ => None,
             })
@@ -504,10 +563,7 @@ impl Cluster {
             for &c in &mine {
                 p.add_command(cmds[c].clone());
             }
-            self.conn(node)?;
-            self.wrote = true;
-            let conn = self.nodes[node].conn.as_mut().expect("just connected");
-            let got = match p.query::<Vec<Value>>(conn) {
+            let got = match p.query::<Vec<Value>>(self.conn_to_write(node)?) {
                 Ok(got) => got,
                 Err(e) => {
                     self.broke(node);
@@ -527,7 +583,7 @@ impl Cluster {
             let moved = matches!(&reply, Value::ServerError(e)
                 if matches!(e.code(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN"));
             out.push(if moved && keyed[c] {
-                self.route(&cmds[c])?
+                self.route(Request::Built(&cmds[c]))?
             } else {
                 reply
             });
@@ -547,7 +603,7 @@ impl Cluster {
     /// Runs `cmd` on the node at `addr` (a SCAN of each master).
     pub(crate) fn run_at(&mut self, addr: Addr, cmd: &Cmd) -> RedisResult<Value> {
         let i = self.node_at(addr);
-        self.send(i, cmd, false)
+        self.send(i, Request::Built(cmd), false)
     }
 
     pub(crate) fn is_open(&self) -> bool {
@@ -657,20 +713,61 @@ mod tests {
 
     #[test]
     fn commands_go_where_their_first_key_is() {
+        let at = |cmd: &Cmd| {
+            let packed = cmd.get_packed_command();
+            let (built, sent) = (
+                Request::Built(cmd).target(),
+                Request::Packed(&packed).target(),
+            );
+            match (built, sent) {
+                (Target::Slot(a), Target::Slot(b)) if a == b => Some(a),
+                (Target::Slot(_), _) | (_, Target::Slot(_)) => panic!("built and packed differ"),
+                _ => None,
+            }
+        };
         let fcall = redis::cmd("FCALL")
             .arg("f")
             .arg(2)
             .arg("k1")
             .arg("k2")
             .clone();
-        assert!(matches!(target(&fcall), Target::Slot(s) if s == slot(b"k1")));
+        assert_eq!(at(&fcall), Some(slot(b"k1")));
         let none = redis::cmd("EVALSHA").arg("sha").arg(0).arg("x").clone();
-        assert!(matches!(target(&none), Target::Any));
+        assert!(matches!(Request::Built(&none).target(), Target::Any));
+        assert_eq!(at(&none), None);
         let get = redis::cmd("get").arg("k").clone();
-        assert!(matches!(target(&get), Target::Slot(s) if s == slot(b"k")));
+        assert_eq!(at(&get), Some(slot(b"k")));
+        // Keys of every length, and bytes that look like RESP inside one.
+        for key in [&b""[..], b"{x}\r\n$3\r\nabc", &[b'k'; 300][..]] {
+            let cmd = redis::cmd("EVALSHA").arg("sha").arg(1).arg(key).clone();
+            assert_eq!(at(&cmd), Some(slot(key)));
+        }
         let load = redis::cmd("FUNCTION").arg("LOAD").arg("code").clone();
-        assert!(matches!(target(&load), Target::Masters));
-        assert!(matches!(target(&redis::cmd("TIME")), Target::Any));
+        assert!(matches!(Request::Built(&load).target(), Target::Masters));
+        let packed = load.get_packed_command();
+        assert!(matches!(Request::Packed(&packed).target(), Target::Masters));
+        assert!(matches!(
+            Request::Built(&redis::cmd("TIME")).target(),
+            Target::Any
+        ));
+    }
+
+    #[test]
+    fn malformed_packed_bytes_are_no_key() {
+        let packed = redis::cmd("GET").arg("k").get_packed_command();
+        for cut in 0..packed.len() {
+            // Cut short, or not RESP at all: routed to any node (which
+            // refuses it), never a panic.
+            let _ = Request::Packed(&packed[..cut]).target();
+        }
+        assert!(matches!(
+            Request::Packed(b"GET k\r\n").target(),
+            Target::Any
+        ));
+        assert!(matches!(
+            Request::Packed(b"*2\r\n$3\r\nGET\r\n$9\r\nk\r\n").target(),
+            Target::Any
+        ));
     }
 
     #[test]

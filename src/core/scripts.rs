@@ -182,21 +182,6 @@ impl<'a> Invocation<'a> {
         self
     }
 
-    /// Keys and arguments, one by one.
-    fn items(&self) -> impl Iterator<Item = &[u8]> {
-        let mut rest = &self.body[..];
-        std::iter::from_fn(move || {
-            // Our own encoding: "$<len>\r\n<bytes>\r\n".
-            let digits = rest.iter().skip(1).take_while(|b| b.is_ascii_digit());
-            let (n, width) =
-                digits.fold((0, 0), |(n, w), b| (n * 10 + usize::from(b - b'0'), w + 1));
-            let from = 1 + width + 2;
-            let item = rest.get(from..from + n)?;
-            rest = &rest[from + n + 2..];
-            Some(item)
-        })
-    }
-
     /// `name target numkeys keys... args...` (EVALSHA, EVAL or FCALL), as RESP.
     fn packed(&self, name: &str, target: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(48 + target.len() + self.body.len());
@@ -205,52 +190,40 @@ impl<'a> Invocation<'a> {
         out.extend_from_slice(b"\r\n");
         bulk(&mut out, name.as_bytes());
         bulk(&mut out, target);
-        let mut numkeys = Vec::with_capacity(4);
-        decimal(&mut numkeys, self.keys);
-        bulk(&mut out, &numkeys);
+        // numkeys, as the bulk string of its digits.
+        out.push(b'$');
+        decimal(
+            &mut out,
+            self.keys.checked_ilog10().unwrap_or(0) as usize + 1,
+        );
+        out.extend_from_slice(b"\r\n");
+        decimal(&mut out, self.keys);
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&self.body);
         out
     }
 
-    /// The same as a `redis::Cmd`, for a link that routes commands by their keys
-    /// (a Cluster).
-    fn command(&self, name: &str, target: &[u8]) -> redis::Cmd {
-        let mut cmd = redis::Cmd::with_capacity(3 + self.keys + self.args, self.body.len());
-        cmd.arg(name).arg(target).arg(self.keys);
-        for item in self.items() {
-            cmd.arg(item);
-        }
-        cmd
-    }
-
-    /// Sends it as `name target ...`: already encoded where `packed` (one node).
+    /// Sends it as `name target ...`, already encoded (a Cluster link routes
+    /// it by its first key).
     fn query<T: FromRedisValue>(
         &self,
         con: &mut dyn ConnectionLike,
-        packed: bool,
         name: &str,
         target: &[u8],
     ) -> RedisResult<T> {
-        let reply = match packed {
-            true => con.req_packed_command(&self.packed(name, target))?,
-            false => con.req_command(&self.command(name, target))?,
-        };
+        let reply = con.req_packed_command(&self.packed(name, target))?;
         Ok(redis::from_redis_value(reply.extract_error()?)?)
     }
 
     /// Runs it as a script: EVALSHA, or EVAL when Redis does not know it.
     pub fn invoke<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
-        self.by_script(con, false)
+        self.by_script(con)
     }
 
-    fn by_script<T: FromRedisValue>(
-        &self,
-        con: &mut dyn ConnectionLike,
-        packed: bool,
-    ) -> RedisResult<T> {
-        match self.query(con, packed, "EVALSHA", self.lua.hash.as_bytes()) {
+    fn by_script<T: FromRedisValue>(&self, con: &mut dyn ConnectionLike) -> RedisResult<T> {
+        match self.query(con, "EVALSHA", self.lua.hash.as_bytes()) {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.query(con, packed, "EVAL", self.lua.source.as_bytes())
+                self.query(con, "EVAL", self.lua.source.as_bytes())
             }
             other => other,
         }
@@ -261,16 +234,15 @@ impl<'a> Invocation<'a> {
     /// only after an answer that says it did not run: a function that ran and
     /// failed half-way must not run twice.
     pub fn call<T: FromRedisValue>(&self, con: &mut dyn Scripted) -> RedisResult<T> {
-        let packed = con.takes_packed();
         if !con.functions().usable() {
-            return self.by_script(con, packed);
+            return self.by_script(con);
         }
         for _ in 0..2 {
-            match self.query(con, packed, "FCALL", self.lua.function.as_bytes()) {
+            match self.query(con, "FCALL", self.lua.function.as_bytes()) {
                 Err(e) if not_found(&e) => {}
                 Err(e) if fcall_refused(&e) => {
                     con.functions().refused = true;
-                    return self.by_script(con, packed);
+                    return self.by_script(con);
                 }
                 other => return other,
             }
@@ -280,12 +252,12 @@ impl<'a> Invocation<'a> {
                 Err(e) if e.is_io_error() || e.is_timeout() => return Err(e),
                 Err(e) => {
                     con.functions().refused |= !passing(&e);
-                    return self.by_script(con, packed);
+                    return self.by_script(con);
                 }
             }
         }
         // Flushed again between load and call: a script cannot be.
-        self.by_script(con, packed)
+        self.by_script(con)
     }
 }
 
@@ -307,10 +279,6 @@ impl Functions {
 /// A link that remembers whether it runs functions.
 pub trait Scripted: ConnectionLike {
     fn functions(&mut self) -> &mut Functions;
-
-    /// Whether a command may go to it already encoded (`req_packed_command`): one
-    /// node takes it as it is; a Cluster routes each command by its keys.
-    fn takes_packed(&self) -> bool;
 }
 
 /// "Function not found": nothing ran (a new server, `FUNCTION FLUSH`, a master
@@ -538,7 +506,6 @@ mod tests {
         expected.arg(&b"\x00\r\n$3"[..]).arg("piece").arg("");
         let expected = expected.get_packed_command();
         assert_eq!(inv.packed("FCALL", b"fn"), expected);
-        assert_eq!(inv.command("FCALL", b"fn").get_packed_command(), expected);
     }
 
     #[test]

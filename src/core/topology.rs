@@ -16,7 +16,7 @@ use redis::{
     IntoConnectionInfo, RedisConnectionInfo, RedisResult, Role, TlsCertificates, Value,
 };
 
-use crate::core::cluster::Cluster;
+use crate::core::cluster::{Cluster, Request};
 use crate::core::dsn::{Addr, Credentials, Endpoint, Tls, Topology};
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter};
@@ -230,17 +230,13 @@ impl Scripted for Link {
     fn functions(&mut self) -> &mut Functions {
         &mut self.functions
     }
-
-    fn takes_packed(&self) -> bool {
-        matches!(self.conn, Inner::Node(_))
-    }
 }
 
 impl ConnectionLike for Link {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match &mut self.conn {
             Inner::Node(c) => c.req_packed_command(cmd),
-            Inner::Cluster(_) => Err(packed_on_cluster()),
+            Inner::Cluster(c) => c.run(Request::Packed(cmd)),
         }
     }
 
@@ -259,7 +255,7 @@ impl ConnectionLike for Link {
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match &mut self.conn {
             Inner::Node(c) => c.req_command(cmd),
-            Inner::Cluster(c) => c.run(cmd),
+            Inner::Cluster(c) => c.run(Request::Built(cmd)),
         }
     }
 
@@ -285,8 +281,8 @@ impl ConnectionLike for Link {
     }
 }
 
-/// Packed bytes name no key to route by: a Cluster link takes commands
-/// (`Cmd`), and pipelines through `Link::pipeline`.
+/// A Cluster link takes pipelines through `Link::pipeline`, which routes each
+/// command by its keys.
 fn packed_on_cluster() -> redis::RedisError {
     redis::RedisError::from((
         ErrorKind::Client,
