@@ -47,13 +47,15 @@ function fault_rmtree(string $path): void
  * the connection; our close no longer ends it (the copy in redis-server keeps
  * it open), and the worker waits forever. A test that restarts Redis under
  * load therefore starts it through bash, which closes every descriptor above 2
- * before it execs the server.
+ * before it execs the server. $eachTry gives arguments drawn again on each try
+ * to start it (a port besides its own).
  */
-function fault_start_redis(array $extra = [], int $port = 0): array
+function fault_start_redis(array $extra = [], int $port = 0, ?Closure $eachTry = null): array
 {
     $dir = rl_private_dir($extra);
     return fault_start_server(static fn(string $bin, int $p): array => [$bin, '--port', (string) $p,
-        '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...$dir, ...$extra], $port);
+        '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...$dir, ...$extra,
+        ...($eachTry ? $eachTry() : [])], $port);
 }
 
 /**
@@ -279,9 +281,10 @@ function fault_start_cluster(int $masters, int $replicas): array
  */
 function fault_start_cluster_node(string $dir, int $port = 0): array
 {
+    // The bus port is drawn again on each try: another server may take it first, and ours then exits.
     return fault_start_redis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-        '--cluster-node-timeout', '2000', '--cluster-port', (string) rl_free_port(),
-        '--repl-diskless-sync-delay', '0', '--dir', $dir], $port) + ['dir' => $dir];
+        '--cluster-node-timeout', '2000', '--repl-diskless-sync-delay', '0', '--dir', $dir], $port,
+        static fn(): array => ['--cluster-port', (string) rl_free_port()]) + ['dir' => $dir];
 }
 
 /** Whether each master's $replicas replicas acknowledge a write on it (bounded wait). */

@@ -98,6 +98,30 @@ impl RedisServer {
         panic!("redis-server did not start (5 ports tried)");
     }
 
+    /// A Cluster node. Its bus port is drawn again on each try, as `start_tls`'s
+    /// TLS port: another test's server may take it first, and ours then exits.
+    pub fn start_cluster_node() -> RedisServer {
+        for _ in 0..5 {
+            let bus = free_port().to_string();
+            let args = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+                "--cluster-port",
+                &bus,
+                "--repl-diskless-sync-delay",
+                "0",
+            ];
+            if let Some(server) = RedisServer::try_start(&args) {
+                return server;
+            }
+        }
+        panic!("redis-server did not start as a Cluster node (5 port pairs tried)");
+    }
+
     fn try_start(extra: &[&str]) -> Option<RedisServer> {
         let port = free_port();
         let dir =
@@ -437,21 +461,7 @@ pub struct ClusterSet {
 impl ClusterSet {
     pub fn start(masters: usize, replicas: usize) -> ClusterSet {
         let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
-            .map(|_| {
-                let bus = free_port().to_string();
-                RedisServer::start_with(&[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "2000",
-                    "--cluster-port",
-                    &bus,
-                    "--repl-diskless-sync-delay",
-                    "0",
-                ])
-            })
+            .map(|_| RedisServer::start_cluster_node())
             .collect();
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
