@@ -1,0 +1,111 @@
+<?php
+// The lock loops' operations (scenario 4), shared by lock_loop.php (one lib per process) and
+// paired_loop.php (several, in turn, in one process). Endpoints come from the environment:
+// BENCH_REDIS (host:port), BENCH_TLS (host:port) with BENCH_CA (the CA file), BENCH_SEEDS
+// (host:port,host:port,... of a cluster).
+
+/** phpredis connected to the node (tcp), over TLS, or to the cluster. */
+function phpredis(string $where, string $host, string $port, string $ca, array $seeds): Redis|RedisCluster
+{
+    if ($where === 'cluster') {
+        return new RedisCluster(null, $seeds, 1.0, 1.0);
+    }
+    $r = new Redis();
+    if ($where === 'tls') {
+        $r->connect("tls://$host", (int) $port, 1.0, null, 0, 1.0, ['stream' => ['cafile' => $ca]]);
+    } else {
+        $r->connect($host, (int) $port);
+    }
+    return $r;
+}
+
+/**
+ * One acquire + release of lib (lease|lease_new|lease_evalsha|phpredis|symfony|symfony_new|
+ * symfony_lease|laravel_lease|laravel_redis) at where (tcp|tls|cluster), as a closure.
+ */
+function loop_op(string $lib, string $where): Closure
+{
+    // On a cluster every lib's key is in one slot (the lease's lock is lock:{KEY}):
+    // the same master serves them all, as one node does elsewhere.
+    $key = $where === 'cluster' ? 'bench:loop:cluster' : "bench:loop:$lib:$where";
+    $ca = getenv('BENCH_CA') ?: '';
+    [$host, $port] = explode(':', (string) getenv($where === 'tls' ? 'BENCH_TLS' : 'BENCH_REDIS')) + ['', ''];
+    $seeds = explode(',', getenv('BENCH_SEEDS') ?: '');
+    $unlock = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
+    switch ($lib) {
+        case 'lease':
+        case 'lease_new':
+        case 'lease_evalsha':
+            $dsn = match ($where) {
+                // lease_evalsha: lease_new with its scripts run by EVALSHA instead of as functions.
+                'tcp' => "redis://$host:$port" . ($lib === 'lease_evalsha' ? '?functions=0' : ''),
+                'tls' => "rediss://$host:$port?cafile=" . rawurlencode($ca),
+                'cluster' => 'redis-cluster://' . implode(',', $seeds),
+            };
+            if ($lib !== 'lease') {
+                $op = function () use ($key, $dsn) {
+                    $lock = new DistributedLock($key, 30.0, $dsn);
+                    $lock->acquire();
+                    $lock->release();
+                };
+                break;
+            }
+            $lock = new DistributedLock($key, 30.0, $dsn);
+            $op = function () use ($lock) { $lock->acquire(); $lock->release(); };
+            break;
+        case 'phpredis':
+            // The userland floor: SET NX PX, then a compare-and-delete script by its SHA.
+            $r = phpredis($where, $host, $port, $ca, $seeds);
+            $sha = $where === 'cluster' ? $r->script($key, 'load', $unlock) : $r->script('load', $unlock);
+            $op = function () use ($r, $key, $sha) {
+                $token = bin2hex(random_bytes(16));
+                $r->set($key, $token, ['nx', 'px' => 30000]);
+                $r->evalSha($sha, [$key, $token], 1);
+            };
+            break;
+        case 'symfony':
+        case 'symfony_new':
+            require_once '/usr/share/php/Symfony/Component/Lock/autoload.php';
+            $r = phpredis($where, $host, $port, $ca, $seeds);
+            $factory = new Symfony\Component\Lock\LockFactory(new Symfony\Component\Lock\Store\RedisStore($r));
+            if ($lib === 'symfony_new') {
+                $op = function () use ($factory, $key) {
+                    $lock = $factory->createLock($key, 30.0);
+                    $lock->acquire();
+                    $lock->release();
+                };
+                break;
+            }
+            $lock = $factory->createLock($key, 30.0);
+            $op = function () use ($lock) { $lock->acquire(); $lock->release(); };
+            break;
+        case 'symfony_lease':
+            // Symfony's LockFactory on the bridge's store: a new Lock per lock, as symfony_new.
+            require_once '/usr/share/php/Symfony/Component/Lock/autoload.php';
+            require_once __DIR__ . '/../bridge/autoload.php';
+            $factory = new Symfony\Component\Lock\LockFactory(new RedisLease\Bridge\Symfony\LeaseStore("redis://$host:$port"));
+            $op = function () use ($factory, $key) {
+                $lock = $factory->createLock($key, 30.0);
+                $lock->acquire();
+                $lock->release();
+            };
+            break;
+        case 'laravel_lease':
+        case 'laravel_redis':
+            // Cache::lock($key, 30)->get() then release(), as applications write it, on the bridge's
+            // redis_lease store or on Laravel's redis store (phpredis).
+            require_once 'Illuminate/autoload.php';
+            require_once __DIR__ . '/../bridge/autoload.php';
+            $store = $lib === 'laravel_lease'
+                ? new RedisLease\Bridge\Laravel\LeaseStore("redis://$host:$port")
+                : new Illuminate\Cache\RedisStore(new Illuminate\Redis\RedisManager(new Illuminate\Container\Container(), 'phpredis',
+                    ['default' => ['host' => $host, 'port' => (int) $port, 'database' => 0]]));
+            $op = function () use ($store, $key) {
+                $lock = $store->lock($key, 30);
+                $lock->get();
+                $lock->release();
+            };
+            break;
+    }
+    return $op ?? throw new ValueError("unknown lib: $lib");
+}
