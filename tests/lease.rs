@@ -219,12 +219,12 @@ fn a_lock_taken_on_the_fast_path_is_answered_with_a_bare_number() {
     let keys = LeaseKeys::for_lock(b"lock:", b"bare");
     let attempt = |raw: &mut redis::Connection, token: &Token| -> Value {
         ACQUIRE
-            .key(&keys.lock)
-            .key(&keys.fence)
-            .key(&keys.waiters)
-            .key(&keys.terms)
+            .key(keys.lock())
+            .key(keys.fence())
+            .key(keys.waiters())
+            .key(keys.terms())
             .key(keys.void(token))
-            .key(&keys.holders)
+            .key(keys.holders())
             // A lock's claim: no weights key, no limit or weight (permits only).
             .arg(token.as_str())
             .arg(30_000)

@@ -384,14 +384,23 @@ fn every_accepted_lock_name_keeps_its_keys_in_one_cluster_slot() {
             continue;
         }
         let keys = LeaseKeys::for_lock(b"lock:", &name);
-        let lock = slot(&keys.lock);
+        let lock = slot(keys.lock());
         let (wake, void) = (keys.wake(&token), keys.void(&token));
-        for key in [keys.fence, keys.waiters, keys.terms, wake, void] {
+        let keys = [
+            keys.fence(),
+            keys.waiters(),
+            keys.terms(),
+            keys.holders(),
+            keys.weights(),
+            &wake,
+            &void,
+        ];
+        for key in keys {
             assert_eq!(
-                slot(&key),
+                slot(key),
                 lock,
                 "{name:?}: {}",
-                String::from_utf8_lossy(&key)
+                String::from_utf8_lossy(key)
             );
         }
     }

@@ -147,12 +147,12 @@ impl Survey {
 pub fn survey(lease: &Lease, kind: Kind) -> Result<Survey> {
     let keys = &lease.keys;
     let v: Value = lease.call_idempotent(|c| {
-        let mut inv = scripts::SURVEY.key(&keys.lock);
-        inv.key(&keys.holders)
-            .key(&keys.weights)
-            .key(&keys.waiters)
-            .key(&keys.terms)
-            .key(&keys.fence);
+        let mut inv = scripts::SURVEY.key(keys.lock());
+        inv.key(keys.holders())
+            .key(keys.weights())
+            .key(keys.waiters())
+            .key(keys.terms())
+            .key(keys.fence());
         if let Some(data) = &keys.data {
             inv.key(data);
         }
@@ -171,7 +171,7 @@ pub fn survey(lease: &Lease, kind: Kind) -> Result<Survey> {
 
 /// A lease's key as it may be shown: a session's id cut to its first 6 characters.
 fn shown_key(keys: &LeaseKeys, kind: Kind) -> String {
-    let text = String::from_utf8_lossy(&keys.lock).into_owned();
+    let text = String::from_utf8_lossy(keys.lock()).into_owned();
     if kind != Kind::Session {
         return text;
     }

@@ -56,27 +56,25 @@ const BLPOP_TICK: Duration = Duration::from_millis(150);
 /// Redis Cluster slot and one script may touch them all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseKeys {
-    pub lock: Vec<u8>,
-    pub fence: Vec<u8>,
-    /// The queue: waiting tokens in arrival order (a sorted set).
-    pub waiters: Vec<u8>,
-    /// Each waiter's ttl and deadline (a hash).
-    pub terms: Vec<u8>,
-    /// Shared holds: readers of a lock, or a semaphore's permits (a sorted set of
-    /// tokens by the moment their lease ends).
-    pub holders: Vec<u8>,
-    /// The weights of holds of several permits at once (a hash; see lib.lua).
-    pub weights: Vec<u8>,
+    /// Every key, end to end: the lock key, then the lock key with each of
+    /// `SUFFIXES` after it. One allocation: applications make a lease per lock.
+    all: Vec<u8>,
+    /// Where each key ends in `all`: the lock key's, then each suffixed one's.
+    ends: [usize; 6],
     /// A session's data, when the lease locks a session: unlocking hands the data
     /// to the next waiter along with the lock.
     pub data: Option<Vec<u8>>,
 }
 
+/// The keys after the lock key, in `LeaseKeys::ends` order.
+const SUFFIXES: [&[u8]; 5] = [b":fence", b":waiters", b":terms", b":holders", b":weights"];
+
 impl LeaseKeys {
     /// Keys of a named lock: `prefix{name}`, and `:fence`, `:waiters`, `:terms`
     /// after it. See [`check_lock_name`] for the names that fit.
     pub fn for_lock(prefix: &[u8], name: &[u8]) -> LeaseKeys {
-        let mut lock = Vec::with_capacity(prefix.len() + name.len() + 2);
+        let base = prefix.len() + name.len() + 2;
+        let mut lock = Vec::with_capacity(base + LeaseKeys::after(base));
         lock.extend_from_slice(prefix);
         lock.push(b'{');
         lock.extend_from_slice(name);
@@ -87,45 +85,84 @@ impl LeaseKeys {
     /// Keys of a named semaphore: `prefix{name}:semaphore` (never set: permits
     /// are shared holds), and `:holders`, `:waiters`, `:terms` after it.
     pub fn for_semaphore(prefix: &[u8], name: &[u8]) -> LeaseKeys {
-        let mut keys = LeaseKeys::for_lock(prefix, name);
-        keys.lock.extend_from_slice(b":semaphore");
-        LeaseKeys::with_base(keys.lock, None)
+        let mut lock = LeaseKeys::for_lock(prefix, name).lock().to_vec();
+        lock.extend_from_slice(b":semaphore");
+        LeaseKeys::with_base(lock, None)
     }
 
     /// Keys built from an already hash-tagged lock key (sessions use their own).
     pub fn with_base(lock: Vec<u8>, data: Option<Vec<u8>>) -> LeaseKeys {
-        let suffixed = |s: &[u8]| [lock.as_slice(), s].concat();
-        LeaseKeys {
-            fence: suffixed(b":fence"),
-            waiters: suffixed(b":waiters"),
-            terms: suffixed(b":terms"),
-            holders: suffixed(b":holders"),
-            weights: suffixed(b":weights"),
-            lock,
-            data,
+        let mut all = lock;
+        let base = all.len();
+        all.reserve(LeaseKeys::after(base));
+        let mut ends = [base; 6];
+        for (i, suffix) in SUFFIXES.iter().enumerate() {
+            all.extend_from_within(..base);
+            all.extend_from_slice(suffix);
+            ends[i + 1] = all.len();
         }
+        LeaseKeys { all, ends, data }
+    }
+
+    /// How many bytes the suffixed keys take after a lock key of `base` bytes.
+    fn after(base: usize) -> usize {
+        SUFFIXES.iter().map(|s| base + s.len()).sum()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.all[start..self.ends[i]]
+    }
+
+    /// The lock: its holder's token and fence (a string).
+    pub fn lock(&self) -> &[u8] {
+        self.key(0)
+    }
+
+    /// The last fencing token given out (a number).
+    pub fn fence(&self) -> &[u8] {
+        self.key(1)
+    }
+
+    /// The queue: waiting tokens in arrival order (a sorted set).
+    pub fn waiters(&self) -> &[u8] {
+        self.key(2)
+    }
+
+    /// Each waiter's ttl and deadline (a hash).
+    pub fn terms(&self) -> &[u8] {
+        self.key(3)
+    }
+
+    /// Shared holds: readers of a lock, or a semaphore's permits (a sorted set of
+    /// tokens by the moment their lease ends).
+    pub fn holders(&self) -> &[u8] {
+        self.key(4)
+    }
+
+    /// The weights of holds of several permits at once (a hash; see lib.lua).
+    pub fn weights(&self) -> &[u8] {
+        self.key(5)
     }
 
     /// Marks `token` as given up on (see resolve.lua).
     pub fn void(&self, token: &Token) -> Vec<u8> {
-        [self.lock.as_slice(), b":void:", token.as_str().as_bytes()].concat()
+        self.void_parts(token).concat()
+    }
+
+    /// [`LeaseKeys::void`], in parts (for `Invocation::key_of`).
+    pub fn void_parts<'a>(&'a self, token: &'a Token) -> [&'a [u8]; 3] {
+        [self.lock(), b":void:", token.as_str().as_bytes()]
     }
 
     /// The list a waiting `token` sleeps on (see lib.lua's `hand_off`).
     pub fn wake(&self, token: &Token) -> Vec<u8> {
-        [self.lock.as_slice(), b":wake:", token.as_str().as_bytes()].concat()
+        [self.lock(), b":wake:", token.as_str().as_bytes()].concat()
     }
 
     /// A short-lived marker `<lock>:<what>:<token>`, in the lock's slot.
     pub fn marker(&self, what: &[u8], token: &Token) -> Vec<u8> {
-        [
-            self.lock.as_slice(),
-            b":",
-            what,
-            b":",
-            token.as_str().as_bytes(),
-        ]
-        .concat()
+        [self.lock(), b":", what, b":", token.as_str().as_bytes()].concat()
     }
 }
 
@@ -382,7 +419,7 @@ impl Lease {
         c.set_read_timeout(timeout + self.endpoint.timeouts.read)?;
         let acks = c
             .inner
-            .wait_each(&[&self.keys.lock[..]], w.replicas, timeout)?[0];
+            .wait_each(&[self.keys.lock()], w.replicas, timeout)?[0];
         c.reset_read_timeout()?;
         Ok(Some(acks))
     }
@@ -465,7 +502,7 @@ impl Lease {
 
     /// Has the watchdog look after `hold` (see `watchdog::watch`).
     pub fn watch(&self, hold: &mut Hold, kind: Kind, renew: bool, generation: u64) {
-        let keys = (&self.keys.lock[..], &self.keys.holders[..]);
+        let keys = (self.keys.lock(), self.keys.holders());
         watchdog::watch(&self.endpoint, keys, hold, kind, renew, generation);
     }
 
@@ -478,9 +515,9 @@ impl Lease {
         ttl: Duration,
     ) -> redis::RedisResult<(i64, Option<i64>)> {
         let n: i64 = scripts::REFRESH
-            .key(&self.keys.lock)
-            .key(&self.keys.holders)
-            .key(&self.keys.weights)
+            .key(self.keys.lock())
+            .key(self.keys.holders())
+            .key(self.keys.weights())
             .arg(token.as_str())
             .arg(millis(ttl))
             .call(&mut *c.inner)?;
@@ -794,12 +831,12 @@ impl Lease {
     fn unlock(&self, c: &mut Conn, token: &Token) -> redis::RedisResult<i64> {
         match &self.keys.data {
             None => {
-                let mut inv = scripts::RELEASE.key(&self.keys.lock);
-                inv.key(&self.keys.fence)
-                    .key(&self.keys.waiters)
-                    .key(&self.keys.terms)
-                    .key(&self.keys.holders)
-                    .key(&self.keys.weights)
+                let mut inv = scripts::RELEASE.key(self.keys.lock());
+                inv.key(self.keys.fence())
+                    .key(self.keys.waiters())
+                    .key(self.keys.terms())
+                    .key(self.keys.holders())
+                    .key(self.keys.weights())
                     .arg(token.as_str());
                 inv.call(&mut *c.inner)
             }
@@ -825,9 +862,9 @@ impl Lease {
             &scripts::SESSION_UNLOCK
         };
         let mut inv = script.key(data_key);
-        inv.key(&self.keys.lock)
-            .key(&self.keys.waiters)
-            .key(&self.keys.terms)
+        inv.key(self.keys.lock())
+            .key(self.keys.waiters())
+            .key(self.keys.terms())
             .arg(token.as_str())
             .arg(data)
             .arg(secs)
@@ -888,11 +925,11 @@ impl Lease {
     pub fn force_release(&self) -> Result<bool> {
         let n: i64 = self.call_idempotent(|c| {
             let n: i64 = scripts::FORCE_RELEASE
-                .key(&self.keys.lock)
-                .key(&self.keys.fence)
-                .key(&self.keys.waiters)
-                .key(&self.keys.terms)
-                .key(&self.keys.holders)
+                .key(self.keys.lock())
+                .key(self.keys.fence())
+                .key(self.keys.waiters())
+                .key(self.keys.terms())
+                .key(self.keys.holders())
                 .call(&mut *c.inner)?;
             let acks = self.wait_replicas(c, n == 1)?;
             let _ = self.replicated(acks, "The lock was released");
@@ -978,8 +1015,8 @@ impl Lease {
         // Idempotent: a second run returns the fence the first one assigned.
         let v: Option<String> = self.call_idempotent(|c| {
             scripts::FENCE
-                .key(&self.keys.lock)
-                .key(&self.keys.fence)
+                .key(self.keys.lock())
+                .key(self.keys.fence())
                 .arg(hold.token.as_str())
                 .call(&mut *c.inner)
         })?;
@@ -997,8 +1034,8 @@ impl Lease {
     pub fn held(&self) -> Result<bool> {
         let n: i64 = self.call_idempotent(|c| {
             scripts::HELD
-                .key(&self.keys.lock)
-                .key(&self.keys.holders)
+                .key(self.keys.lock())
+                .key(self.keys.holders())
                 .call(&mut *c.inner)
         })?;
         Ok(n == 1)
@@ -1008,8 +1045,8 @@ impl Lease {
     pub fn inspect(&self, token: &Token) -> Result<Option<Owned>> {
         let v: Value = self.call_idempotent(|c| {
             scripts::INSPECT
-                .key(&self.keys.lock)
-                .key(&self.keys.holders)
+                .key(self.keys.lock())
+                .key(self.keys.holders())
                 .arg(token.as_str())
                 .call(&mut *c.inner)
         })?;
@@ -1021,11 +1058,11 @@ impl Lease {
     /// can never take the lease later.
     pub fn resolve(&self, token: &Token, ttl: Duration) -> Result<Option<Owned>> {
         let v: Value = self.call_idempotent(|c| {
-            let mut inv = scripts::RESOLVE.key(&self.keys.lock);
-            inv.key(&self.keys.waiters)
-                .key(&self.keys.terms)
-                .key(self.keys.void(token))
-                .key(&self.keys.holders);
+            let mut inv = scripts::RESOLVE.key(self.keys.lock());
+            inv.key(self.keys.waiters())
+                .key(self.keys.terms())
+                .key_of(&self.keys.void_parts(token))
+                .key(self.keys.holders());
             if let Some(data) = &self.keys.data {
                 inv.key(data);
             }
@@ -1177,14 +1214,14 @@ impl Claim for LockClaim {
             _ => None,
         };
         let (reply, acks) = lease.call(|c| {
-            let mut inv = scripts::ACQUIRE.key(&lease.keys.lock);
-            inv.key(&lease.keys.fence)
-                .key(&lease.keys.waiters)
-                .key(&lease.keys.terms)
-                .key(lease.keys.void(token))
-                .key(&lease.keys.holders);
+            let mut inv = scripts::ACQUIRE.key(lease.keys.lock());
+            inv.key(lease.keys.fence())
+                .key(lease.keys.waiters())
+                .key(lease.keys.terms())
+                .key_of(&lease.keys.void_parts(token))
+                .key(lease.keys.holders());
             if permits.is_some() {
-                inv.key(&lease.keys.weights);
+                inv.key(lease.keys.weights());
             }
             inv.arg(token.as_str())
                 .arg(millis(self.ttl))
@@ -1358,4 +1395,45 @@ pub fn seconds_named(
     }
     let ms = d.as_nanos().div_ceil(1_000_000).max(1);
     Ok(Duration::from_millis(ms as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each key is the lock key and its own suffix, whatever the lock key's length
+    /// (they share one buffer: an off-by-one would run one key into the next).
+    #[test]
+    fn each_key_is_the_lock_key_and_its_suffix() {
+        for len in [0, 1, 2, 7, 64, 300] {
+            let name: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let keys = LeaseKeys::for_lock(b"p:", &name);
+            let lock = [b"p:{".as_slice(), &name, b"}"].concat();
+            assert_eq!(keys.lock(), lock.as_slice());
+            let got = [
+                keys.fence(),
+                keys.waiters(),
+                keys.terms(),
+                keys.holders(),
+                keys.weights(),
+            ];
+            for (key, suffix) in got.iter().zip(SUFFIXES) {
+                assert_eq!(*key, [lock.as_slice(), suffix].concat().as_slice());
+            }
+            // for_lock sized it whole: building the keys took one allocation.
+            assert_eq!(keys.all.capacity(), keys.all.len());
+
+            let sem = LeaseKeys::for_semaphore(b"p:", &name);
+            let base = [lock.as_slice(), b":semaphore"].concat();
+            assert_eq!(sem.lock(), base.as_slice());
+            assert_eq!(
+                sem.weights(),
+                [base.as_slice(), b":weights"].concat().as_slice()
+            );
+
+            let session = LeaseKeys::with_base(lock.clone(), Some(b"d".to_vec()));
+            assert_eq!(session.all, keys.all);
+            assert_eq!(session.data.as_deref(), Some(b"d".as_slice()));
+        }
+    }
 }

@@ -305,10 +305,10 @@ impl Claim for SessionClaim<'_> {
         let (reply, acks) = lease.call(|c| {
             let reply: Value = scripts::SESSION_OPEN
                 .key(lease.keys.data.as_deref().unwrap_or_default())
-                .key(&lease.keys.lock)
-                .key(&lease.keys.waiters)
-                .key(&lease.keys.terms)
-                .key(lease.keys.void(token))
+                .key(lease.keys.lock())
+                .key(lease.keys.waiters())
+                .key(lease.keys.terms())
+                .key_of(&lease.keys.void_parts(token))
                 .arg(token.as_str())
                 .arg(millis(ttl))
                 .arg(millis(will_wait))
@@ -744,8 +744,8 @@ impl SessionStore {
         let (n, acks) = lease.call_idempotent(|c| {
             let n: i64 = scripts::SESSION_PUT
                 .key(lease.keys.data.as_deref().unwrap_or_default())
-                .key(&lease.keys.lock)
-                .key(&lease.keys.waiters)
+                .key(lease.keys.lock())
+                .key(lease.keys.waiters())
                 .arg(data)
                 .arg(secs)
                 .arg(match expected {
@@ -796,9 +796,9 @@ impl SessionStore {
         lease.call_idempotent(|c| {
             scripts::SESSION_REVOKE
                 .key(lease.keys.data.as_deref().unwrap_or_default())
-                .key(&lease.keys.lock)
-                .key(&lease.keys.waiters)
-                .key(&lease.keys.terms)
+                .key(lease.keys.lock())
+                .key(lease.keys.waiters())
+                .key(lease.keys.terms())
                 .key(lease.keys.marker(b"revoked", &nonce))
                 .arg(millis(keep + Duration::from_secs(1)))
                 .call::<i64>(&mut *c.inner)
