@@ -1,8 +1,41 @@
 <?php
-// The lock loops' operations (scenario 4), shared by lock_loop.php (one lib per process) and
-// paired_loop.php (several, in turn, in one process). Endpoints come from the environment:
+// The lock loops' operations (scenario 4), shared by lock_loop.php (one lib per process),
+// paired_loop.php (several, in turn, in one process) and run.php (the floor, medians). Endpoints come from the environment:
 // BENCH_REDIS (host:port), BENCH_TLS (host:port) with BENCH_CA (the CA file), BENCH_SEEDS
 // (host:port,host:port,... of a cluster).
+
+/** Raw phpredis's unlock, and the floor's: compare the token, then delete. */
+const BENCH_CAS = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
+
+function median(array $xs): float
+{
+    sort($xs);
+    $n = count($xs);
+    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
+}
+
+/** Requests per second of `redis-benchmark -c 1 -n $n` running $command against $host:$port. */
+function redis_benchmark_rps(string $host, string $port, int $n, array $command): float
+{
+    $cmd = ['redis-benchmark', '-h', $host, '-p', $port, '-c', '1', '-n', (string) $n, '--csv', ...$command];
+    $csv = (string) shell_exec(implode(' ', array_map('escapeshellarg', $cmd)));
+    // The last line's last seven fields are numbers, rps first (the test name, first, is not escaped).
+    $lines = array_values(array_filter(explode("\n", trim($csv))));
+    preg_match_all('/"([0-9.]+)"/', (string) end($lines), $m);
+    count($m[1]) >= 7 || throw new RuntimeException("redis-benchmark: $csv");
+    return (float) $m[1][count($m[1]) - 7];
+}
+
+/**
+ * The floor, as lock pairs per second: what Redis's own C client gets for a lock pair's two
+ * commands (SET NX PX, then a compare-and-delete EVAL), $n of each, one connection, one at a time.
+ */
+function floor_pairs(string $host, string $port, int $n): float
+{
+    $set = redis_benchmark_rps($host, $port, $n, ['SET', 'bench:floor', 'v', 'NX', 'PX', '30000']);
+    $del = redis_benchmark_rps($host, $port, $n, ['EVAL', BENCH_CAS, '1', 'bench:floor', 'v']);
+    return 1 / (1 / $set + 1 / $del);
+}
 
 /** phpredis connected to the node (tcp), over TLS, or to the cluster. */
 function phpredis(string $where, string $host, string $port, string $ca, array $seeds): Redis|RedisCluster
@@ -31,7 +64,6 @@ function loop_op(string $lib, string $where): Closure
     $ca = getenv('BENCH_CA') ?: '';
     [$host, $port] = explode(':', (string) getenv($where === 'tls' ? 'BENCH_TLS' : 'BENCH_REDIS')) + ['', ''];
     $seeds = explode(',', getenv('BENCH_SEEDS') ?: '');
-    $unlock = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
     switch ($lib) {
         case 'lease':
         case 'lease_new':
@@ -56,7 +88,7 @@ function loop_op(string $lib, string $where): Closure
         case 'phpredis':
             // The userland floor: SET NX PX, then a compare-and-delete script by its SHA.
             $r = phpredis($where, $host, $port, $ca, $seeds);
-            $sha = $where === 'cluster' ? $r->script($key, 'load', $unlock) : $r->script('load', $unlock);
+            $sha = $where === 'cluster' ? $r->script($key, 'load', BENCH_CAS) : $r->script('load', BENCH_CAS);
             $op = function () use ($r, $key, $sha) {
                 $token = bin2hex(random_bytes(16));
                 $r->set($key, $token, ['nx', 'px' => 30000]);

@@ -12,28 +12,12 @@
 [$rounds, $per, $specs] = [(int) $rounds, (int) $per, explode(',', $specs)];
 require __DIR__ . '/loop_ops.php';
 
-/** A block of $per pairs of the floor: redis-benchmark's own rate for each command. */
-function floor_block(int $per): float
-{
-    [$host, $port] = explode(':', (string) getenv('BENCH_REDIS'));
-    $cad = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
-    $rate = function (array $command) use ($host, $port, $per): float {
-        $cmd = ['redis-benchmark', '-h', $host, '-p', $port, '-c', '1', '-n', (string) $per, '--csv', ...$command];
-        $csv = (string) shell_exec(implode(' ', array_map('escapeshellarg', $cmd)));
-        // The last line's last seven fields are numbers, rps first.
-        $lines = array_values(array_filter(explode("\n", trim($csv))));
-        preg_match_all('/"([0-9.]+)"/', (string) end($lines), $m);
-        count($m[1]) >= 7 || throw new RuntimeException("redis-benchmark: $csv");
-        return (float) $m[1][count($m[1]) - 7];
-    };
-    return 1 / (1 / $rate(['SET', 'bench:floor', 'v', 'NX', 'PX', '30000']) + 1 / $rate(['EVAL', $cad, '1', 'bench:floor', 'v']));
-}
-
 $blocks = [];
 foreach ($specs as $spec) {
     [$lib, $where] = explode('@', $spec) + ['', 'tcp'];
     if ($lib === 'floor') {
-        $blocks[$spec] = fn () => floor_block($per);
+        [$host, $port] = explode(':', (string) getenv('BENCH_REDIS'));
+        $blocks[$spec] = fn () => floor_pairs($host, $port, $per);
         continue;
     }
     $op = loop_op($lib, $where);
@@ -55,13 +39,6 @@ for ($r = 0; $r < $rounds; $r++) {
     foreach ([...array_slice($specs, $shift), ...array_slice($specs, 0, $shift)] as $spec) {
         $rates[$spec][] = $blocks[$spec]();
     }
-}
-
-function median(array $xs): float
-{
-    sort($xs);
-    $n = count($xs);
-    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
 }
 
 $out = ['rates' => array_map('median', $rates), 'ratios' => []];

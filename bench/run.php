@@ -7,6 +7,8 @@
 // bench/results/.
 require __DIR__ . '/../testing/fpm_pool.php';
 require __DIR__ . '/../testing/fault_helpers.php';
+// median(), the floor, the lock loops' operations.
+require __DIR__ . '/loop_ops.php';
 
 $reps = (int) (getenv('BENCH_REPS') ?: 5);
 $so = FpmPool::extensionPath(getenv('REDIS_LEASE_SO') ?: null);
@@ -26,13 +28,6 @@ foreach ($endpoints as $k => $v) {
 $files = sys_get_temp_dir() . '/redis_lease_bench_' . getmypid();
 @mkdir($files);
 register_shutdown_function(fn () => exec('rm -rf ' . escapeshellarg($files)));
-
-function median(array $xs): float
-{
-    sort($xs);
-    $n = count($xs);
-    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
-}
 
 function pct(array $xs, float $p): float
 {
@@ -245,15 +240,6 @@ $loops = ['lease tcp', 'lease_new tcp', 'lease_evalsha tcp', 'phpredis tcp', 'sy
 // compare-and-delete EVAL), one connection, one at a time, as lock pairs per second; and redis-rs
 // alone doing the same (examples/floor.rs): between that and the floor is redis-rs's share.
 $floorBin = getenv('REDIS_LEASE_FLOOR') ?: dirname(__DIR__) . '/target/release/examples/floor';
-$benchmark = function (array $command) use ($port): float {
-    $csv = shell_exec(implode(' ', array_map('escapeshellarg', ['redis-benchmark', '-p', (string) $port, '-c', '1', '-n', '20000', '--csv', ...$command])));
-    // The line's last seven fields are numbers, rps first (the test name, first, is not escaped).
-    $lines = array_values(array_filter(explode("\n", trim((string) $csv))));
-    preg_match_all('/"([0-9.]+)"/', (string) end($lines), $m);
-    count($m[1]) >= 7 || throw new RuntimeException("redis-benchmark: $csv");
-    return (float) $m[1][count($m[1]) - 7];
-};
-$cad = 'if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end';
 // The lock loop again with the client and a Redis of its own on one CPU (taskset): no wake-up
 // crosses CPUs, so the rate is what the two processes' CPU time allows. On this VM a wake-up
 // across CPUs costs more than the work of a lock pair and scatters the rates above between runs;
@@ -282,10 +268,8 @@ for ($r = 0; $r < $reps; $r++) {
         $s4cost[$loop][] = $cost;
     }
     // What one round trip costs Redis, besides the command: a PING pair is two.
-    $s4cost['ping pair'][] = redis_cost($raw, fn () => $benchmark(['PING']), 10000);
-    $set = $benchmark(['SET', 'bench:floor', 'v', 'NX', 'PX', '30000']);
-    $del = $benchmark(['EVAL', $cad, '1', 'bench:floor', 'v']);
-    $s4['floor tcp'][] = 1 / (1 / $set + 1 / $del);
+    $s4cost['ping pair'][] = redis_cost($raw, fn () => redis_benchmark_rps('127.0.0.1', (string) $port, 20000, ['PING']), 10000);
+    $s4['floor tcp'][] = floor_pairs('127.0.0.1', (string) $port, 20000);
     if (is_executable($floorBin)) {
         $s4['redis-rs tcp'][] = $run([$floorBin, "127.0.0.1:$port", '20000'])['ops_per_s'];
     }

@@ -13,19 +13,14 @@
  */
 require __DIR__ . '/../testing/apache_pool.php';
 require __DIR__ . '/../php-tests/fpm-app/harness.inc';
+// median()
+require __DIR__ . '/loop_ops.php';
 
 $opts = getopt('', ['reps:', 'json:']);
 $reps = (int) ($opts['reps'] ?? 5);
 $srv = rl_start_redis();
 $raw = new RlRaw($srv['port']);
 $dsn = $srv['dsn'];
-
-function median(array $xs): float
-{
-    sort($xs);
-    $n = count($xs);
-    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
-}
 
 $servers = [
     'apache_threads' => static fn() => ApachePool::start(['ini' => st_common_ini()]),
