@@ -141,3 +141,34 @@ function loop_op(string $lib, string $where): Closure
     }
     return $op ?? throw new ValueError("unknown lib: $lib");
 }
+
+/**
+ * Loads the function library of the extension build $so into the Redis on $port (a child PHP takes
+ * and releases a lock) and returns the hash its function names end with: the library that was not
+ * there before. Null when the build loaded none of its own (the same scripts as one already loaded).
+ */
+function lease_library(Redis $r, string $so, int $port): ?string
+{
+    $libraries = function () use ($r): array {
+        return array_map(fn (array $lib) => $lib[1], $r->rawCommand('FUNCTION', 'LIST') ?: []); // ['library_name', name, ...]
+    };
+    $before = $libraries();
+    $take = '$l = new DistributedLock("bench:library", 5.0, "redis://127.0.0.1:' . $port . '"); $l->acquire(); $l->release();';
+    passthru(implode(' ', array_map('escapeshellarg', [PHP_BINARY, '-n', '-d', "extension=$so", '-r', $take])), $rc);
+    $new = array_values(array_diff($libraries(), $before));
+    return $rc === 0 && count($new) === 1 ? substr($new[0], strlen('redis_lease_')) : null;
+}
+
+/** Our acquire function as the extension calls it for a lock ($k: the lock key), by raw phpredis. */
+function fcall_acquire(Redis $r, string $hash, string $k, string $token, int $waitMs): mixed
+{
+    return $r->rawCommand('FCALL', "rl_acquire_$hash", 6, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:void:$token",
+        "$k:holders", $token, '30000', (string) $waitMs, 'w');
+}
+
+/** Our release function as the extension calls it for a lock, by raw phpredis. */
+function fcall_release(Redis $r, string $hash, string $k, string $token): mixed
+{
+    return $r->rawCommand('FCALL', "rl_release_$hash", 6, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:holders",
+        "$k:weights", $token);
+}

@@ -463,6 +463,8 @@ impl Script<'_> {
         payload: fn(&Store) -> Option<Data>,
         now: Option<Time>,
     ) -> bool {
+        // lib.lua does not ask about the lock when its caller has just deleted it
+        // (`freed`): it is None here then too.
         if self.db.waiters.is_empty() || self.db.lock.is_some() {
             return false;
         }
@@ -552,20 +554,23 @@ impl Script<'_> {
             return true;
         }
         if owns(self.db.lock, token) {
+            // grant's `freed`: the lock was just deleted, so it is not asked about.
             self.db.lock = None;
-        } else {
-            let Some(ends) = self.shared_end(token) else {
-                return false;
-            };
-            self.db.holders.retain(|h| h.token != token);
-            if self.db.holders.is_empty() {
-                self.db.holders_until = 0;
-            }
-            if ends <= self.now_ms() {
-                return false;
-            }
+            self.grant(true, true, |_| None, None);
+            return true;
         }
-        self.grant(true, true, |_| None, None);
+        let Some(ends) = self.shared_end(token) else {
+            return false;
+        };
+        self.db.holders.retain(|h| h.token != token);
+        if self.db.holders.is_empty() {
+            self.db.holders_until = 0;
+        }
+        let now = self.now_ms();
+        if ends <= now {
+            return false;
+        }
+        self.grant(true, true, |_| None, Some(now));
         true
     }
 

@@ -20,6 +20,9 @@
 -- the queue: a caller that is told no never waits again on this token.
 local lock, waiters, terms, holders, token = KEYS[1], KEYS[3], KEYS[4], KEYS[6], ARGV[1]
 local ttl, wait, mode, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+-- A number given to redis.call costs Redis a printf to turn it back into text:
+-- where the text is at hand (the ttl, fixed places), it is passed as it is.
+local ttl_text = ARGV[2]
 -- Only a semaphore's permits weigh (a lock's readers count one each).
 local weight = tonumber(ARGV[6]) or 1
 local weights = mode == 'p' and KEYS[7] or nil
@@ -28,7 +31,7 @@ local weights = mode == 'p' and KEYS[7] or nil
 -- asks): most holders never ask, and it saves the counter's write.
 if mode == 'w' then
   if redis.call('EXISTS', KEYS[5], waiters, holders) == 0
-      and redis.call('SET', lock, token .. ':', 'NX', 'PX', ttl) then
+      and redis.call('SET', lock, token .. ':', 'NX', 'PX', ttl_text) then
     return 1
   end
 elseif mode == 'r' then
@@ -65,7 +68,7 @@ if owns(value, token) then
     redis.call('DEL', lock)
     local now = now_ms()
     add_holder(holders, token, ttl, now)
-    grant(lock, holders, waiters, terms, KEYS[2], no_payload, now)
+    grant(lock, holders, waiters, terms, KEYS[2], no_payload, now, nil, true)
     return {1, '0'}
   end
   -- Handed to us while we waited, and its wake-up was lost or not read yet.
@@ -92,7 +95,7 @@ if not value then
     -- Taking comes first: under maxmemory, Redis refuses it with nothing changed.
     if (mode == 'w' and live == 0) or (mode == 'u' and live == (reading and 1 or 0)) then
       local fence = next_fence(KEYS[2], ttl)
-      redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
+      redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl_text)
       if reading then
         redis.call('ZREM', holders, token)
       end
@@ -144,6 +147,6 @@ end
 -- How long until a holder's lease ends: the lock's, else the first shared one's.
 local pttl = redis.call('PTTL', lock)
 if pttl == -2 and live > 0 then
-  pttl = math.max(tonumber(redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')[2]) - now, 0)
+  pttl = math.max(tonumber(redis.call('ZRANGE', holders, '0', '0', 'WITHSCORES')[2]) - now, 0)
 end
 return {0, pttl}

@@ -10,5 +10,5 @@ local held = redis.call('DEL', KEYS[1], KEYS[5])
 if held == 0 then
   return 0
 end
-grant(KEYS[1], KEYS[5], KEYS[3], KEYS[4], KEYS[2], no_payload, nil)
+grant(KEYS[1], KEYS[5], KEYS[3], KEYS[4], KEYS[2], no_payload, nil, nil, true)
 return 1

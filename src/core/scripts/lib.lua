@@ -50,13 +50,15 @@ end
 local function next_fence(fence_key, ttl)
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  -- Formatted once: a number's text costs Redis a printf each time.
+  local text = string.format('%.0f', fence)
   local keep = ttl + FENCE_KEEP_MS
-  local last = tonumber(redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', keep, 'GET'))
+  local last = tonumber(redis.call('SET', fence_key, text, 'PX', keep, 'GET'))
   if last and last >= fence then
-    fence = last + 1
-    redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', keep)
+    text = string.format('%.0f', last + 1)
+    redis.call('SET', fence_key, text, 'PX', keep)
   end
-  return string.format('%.0f', fence)
+  return text
 end
 
 local function leave_queue(waiters, terms, token)
@@ -84,7 +86,9 @@ end
 -- heard from lately are passed over.
 local function waiter_from(waiters, terms, now, i)
   while true do
-    local token = redis.call('ZRANGE', waiters, i, i)[1]
+    -- The first place as text: a number given to redis.call costs Redis a printf.
+    local place = i == 0 and '0' or i
+    local token = redis.call('ZRANGE', waiters, place, place)[1]
     if not token then
       return nil
     end
@@ -113,10 +117,10 @@ local function join_queue(waiters, terms, token, ttl, wait, now, mode, limit, we
   if not redis.call('ZSCORE', waiters, token) then
     local score
     if mode == 'u' then
-      local first = tonumber(redis.call('ZRANGE', waiters, 0, 0, 'WITHSCORES')[2])
+      local first = tonumber(redis.call('ZRANGE', waiters, '0', '0', 'WITHSCORES')[2])
       score = first and first - 1 or now * 1000
     else
-      local last = tonumber(redis.call('ZRANGE', waiters, -1, -1, 'WITHSCORES')[2])
+      local last = tonumber(redis.call('ZRANGE', waiters, '-1', '-1', 'WITHSCORES')[2])
       score = math.max(now * 1000, (last or 0) + 1)
     end
     redis.call('ZADD', waiters, string.format('%.0f', score), token)
@@ -179,7 +183,7 @@ end
 
 -- The set, and the weights beside it, last as long as the last lease in it.
 local function keep_holders(holders, now, weights)
-  local last = tonumber(redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')[2])
+  local last = tonumber(redis.call('ZRANGE', holders, '-1', '-1', 'WITHSCORES')[2])
   if last and last > now then
     redis.call('PEXPIRE', holders, last - now)
     if weights then
@@ -219,9 +223,10 @@ end
 -- limit. It stops at the first waiter it cannot serve: later ones never overtake
 -- it (a large request at the head is not starved by small ones behind it).
 -- True when it handed anything. `now` (ms) may be nil: the clock is read only
--- when someone queues.
-local function grant(lock, holders, waiters, terms, fence_key, payload, now, weights)
-  if redis.call('EXISTS', waiters) == 0 or redis.call('EXISTS', lock) == 1 then
+-- when someone queues. `freed`: the caller has just deleted the lock (one call
+-- less on the way to the waiter's wake-up).
+local function grant(lock, holders, waiters, terms, fence_key, payload, now, weights, freed)
+  if redis.call('EXISTS', waiters) == 0 or (not freed and redis.call('EXISTS', lock) == 1) then
     return false
   end
   now = now or now_ms()
@@ -271,8 +276,8 @@ end
 
 -- Hands the free lock to the first waiter (sessions: an exclusive lock, whose
 -- payload carries its data). True when handed.
-local function hand_off(lock, waiters, terms, fence_key, payload, now)
-  return grant(lock, nil, waiters, terms, fence_key, payload, now)
+local function hand_off(lock, waiters, terms, fence_key, payload, now, freed)
+  return grant(lock, nil, waiters, terms, fence_key, payload, now, nil, freed)
 end
 
 local function no_payload()
@@ -288,7 +293,7 @@ end
 -- hand_off), or deleted when nobody waits.
 local function pass_on(lock, waiters, terms, fence_key, payload)
   redis.call('DEL', lock)
-  hand_off(lock, waiters, terms, fence_key, payload, nil)
+  hand_off(lock, waiters, terms, fence_key, payload, nil, true)
 end
 
 -- Lets go of `token`'s hold on a lock or semaphore: the lock alone, or a shared
@@ -305,19 +310,21 @@ local function let_go(lock, holders, waiters, terms, fence_key, token, weights)
   end
   if owns(value, token) then
     redis.call('DEL', lock)
-  else
-    -- A shared hold whose lease ran out lingers until a script drops it: it
-    -- was not ours to release any more.
-    local ends = holders and tonumber(redis.call('ZSCORE', holders, token))
-    if not ends then
-      return false
-    end
-    drop_holder(holders, token, weights)
-    if ends <= now_ms() then
-      return false
-    end
+    grant(lock, holders, waiters, terms, fence_key, no_payload, nil, weights, true)
+    return true
   end
-  grant(lock, holders, waiters, terms, fence_key, no_payload, nil, weights)
+  -- A shared hold whose lease ran out lingers until a script drops it: it
+  -- was not ours to release any more.
+  local ends = holders and tonumber(redis.call('ZSCORE', holders, token))
+  if not ends then
+    return false
+  end
+  drop_holder(holders, token, weights)
+  local now = now_ms()
+  if ends <= now then
+    return false
+  end
+  grant(lock, holders, waiters, terms, fence_key, no_payload, now, weights)
   return true
 end
 

@@ -14,9 +14,10 @@ local ttl, wait, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 -- free. Read before locking: data of another type fails here, with nothing
 -- locked; locking comes first among the writes (under maxmemory, Redis refuses
 -- it with nothing changed).
-if redis.call('EXISTS', KEYS[5], waiters) == 0 and redis.call('EXISTS', lock) == 0 then
+if redis.call('EXISTS', KEYS[5], waiters, lock) == 0 then
   local data = redis.call('GET', data_key)
-  redis.call('SET', lock, token .. ':0', 'PX', ttl)
+  -- ARGV[2], not ttl: a number given to redis.call costs Redis a printf.
+  redis.call('SET', lock, token .. ':0', 'PX', ARGV[2])
   return {1, data}
 end
 if redis.call('EXISTS', KEYS[5]) == 1 then
@@ -39,7 +40,7 @@ if not value then
     -- Read before locking: data of another type fails here, with nothing locked.
     -- Locking comes first: under maxmemory, Redis refuses it with nothing changed.
     local data = redis.call('GET', data_key)
-    redis.call('SET', lock, token .. ':0', 'PX', ttl)
+    redis.call('SET', lock, token .. ':0', 'PX', ARGV[2])
     leave_queue(waiters, terms, token)
     return {1, data}
   end
