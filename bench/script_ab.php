@@ -2,10 +2,12 @@
 // Redis's time inside our functions, two builds side by side: for changes to the Lua scripts, whose
 // cost the wall rates cannot show (a few µs in 150). Starts its own Redis, loads each build's library
 // (their function names carry the code's hash), then runs one lock's four contended steps, the two
-// builds' cycles alternated: a fast acquire (A takes it), a queueing acquire (B waits), a release
+// builds' cycles alternated (A B B A ..., so neither always goes first): a fast acquire (A takes it), a queueing acquire (B waits), a release
 // that grants (A's, to B) and a release with nobody waiting (B's). Each step's time is INFO
 // commandstats' FCALL usec before and after it (so it is Redis's own, not the round trip's).
-// argv: so_a so_b [cycles]. Prints µs per call for each step and build, and B/A.
+// argv: so_a so_b [cycles]. Prints µs per call for each step and build (means: commandstats counts
+// whole µs), and B/A. A step the change does not touch shows the spread (here: the release with
+// nobody waiting, when only the queue's scripts changed).
 require __DIR__ . '/../testing/fpm_pool.php';
 require __DIR__ . '/../testing/fault_helpers.php';
 require __DIR__ . '/loop_ops.php';
@@ -32,7 +34,7 @@ $usec = function () use ($r): int {
 $steps = ['fast acquire', 'queueing acquire', 'release that grants', 'release, nobody waits'];
 $took = [];
 for ($i = 0; $i < 2 * $cycles; $i++) {
-    $build = $i % 2 ? 'B' : 'A';
+    $build = (($i & 1) ^ (($i >> 1) & 1)) ? 'B' : 'A';
     $h = $hash[$build];
     $a = bin2hex(random_bytes(16));
     $b = bin2hex(random_bytes(16));

@@ -20,8 +20,9 @@
 -- the queue: a caller that is told no never waits again on this token.
 local lock, waiters, terms, holders, token = KEYS[1], KEYS[3], KEYS[4], KEYS[6], ARGV[1]
 local ttl, wait, mode, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
--- A number given to redis.call costs Redis a printf to turn it back into text:
--- where the text is at hand (the ttl, fixed places), it is passed as it is.
+-- Redis 7.0 turns a number given to redis.call back into text with a printf
+-- (~0.7 µs; 7.2 and later convert whole numbers cheaply): where the text is at
+-- hand (the ttl, fixed places), it is passed as it is.
 local ttl_text = ARGV[2]
 -- Only a semaphore's permits weigh (a lock's readers count one each).
 local weight = tonumber(ARGV[6]) or 1

@@ -50,7 +50,7 @@ end
 local function next_fence(fence_key, ttl)
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  -- Formatted once: a number's text costs Redis a printf each time.
+  -- Formatted once: each string.format is a printf.
   local text = string.format('%.0f', fence)
   local keep = ttl + FENCE_KEEP_MS
   local last = tonumber(redis.call('SET', fence_key, text, 'PX', keep, 'GET'))
@@ -86,7 +86,7 @@ end
 -- heard from lately are passed over.
 local function waiter_from(waiters, terms, now, i)
   while true do
-    -- The first place as text: a number given to redis.call costs Redis a printf.
+    -- The first place as text: Redis 7.0 prints a number given to redis.call.
     local place = i == 0 and '0' or i
     local token = redis.call('ZRANGE', waiters, place, place)[1]
     if not token then
@@ -223,8 +223,9 @@ end
 -- limit. It stops at the first waiter it cannot serve: later ones never overtake
 -- it (a large request at the head is not starved by small ones behind it).
 -- True when it handed anything. `now` (ms) may be nil: the clock is read only
--- when someone queues. `freed`: the caller has just deleted the lock (one call
--- less on the way to the waiter's wake-up).
+-- when someone queues. `freed`: the caller deleted the lock earlier in this
+-- script and wrote it no more, so it is free without asking (one call less on
+-- the way to the waiter's wake-up).
 local function grant(lock, holders, waiters, terms, fence_key, payload, now, weights, freed)
   if redis.call('EXISTS', waiters) == 0 or (not freed and redis.call('EXISTS', lock) == 1) then
     return false
@@ -275,7 +276,7 @@ local function grant(lock, holders, waiters, terms, fence_key, payload, now, wei
 end
 
 -- Hands the free lock to the first waiter (sessions: an exclusive lock, whose
--- payload carries its data). True when handed.
+-- payload carries its data). True when handed. `freed`: as grant's.
 local function hand_off(lock, waiters, terms, fence_key, payload, now, freed)
   return grant(lock, nil, waiters, terms, fence_key, payload, now, nil, freed)
 end

@@ -16,7 +16,7 @@ local ttl, wait, cap = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 -- it with nothing changed).
 if redis.call('EXISTS', KEYS[5], waiters, lock) == 0 then
   local data = redis.call('GET', data_key)
-  -- ARGV[2], not ttl: a number given to redis.call costs Redis a printf.
+  -- ARGV[2], not ttl: Redis 7.0 prints a number given to redis.call (acquire.lua).
   redis.call('SET', lock, token .. ':0', 'PX', ARGV[2])
   return {1, data}
 end

@@ -17,6 +17,6 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
 if redis.call('DEL', KEYS[2]) == 1 then
-  hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil)
+  hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil, true)
 end
 return 1
