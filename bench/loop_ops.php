@@ -14,6 +14,13 @@ function median(array $xs): float
     return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
 }
 
+/** Redis's own CPU time so far (user + system, seconds) from its INFO cpu: getrusage, finer than /proc's ticks. */
+function redis_cpu_seconds(string $info): float
+{
+    preg_match('/used_cpu_sys:([0-9.]+).*used_cpu_user:([0-9.]+)/s', $info, $m);
+    return (float) $m[1] + (float) $m[2];
+}
+
 /** Requests per second of `redis-benchmark -c 1 -n $n` running $command against $host:$port. */
 function redis_benchmark_rps(string $host, string $port, int $n, array $command): float
 {

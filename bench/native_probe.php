@@ -6,7 +6,7 @@
 // acquire (SET NX PX and EXISTS of the queue and the readers, pipelined) before our FCALL release.
 // The client is the same in all three, so the differences are Redis's. Starts its own Redis.
 // argv: .so of the extension (its library is loaded once), rounds, pairs per block.
-// Prints pairs/s (medians), Redis's CPU per pair (/proc, all rounds) and ratios (medians of rounds).
+// Prints pairs/s (medians), Redis's CPU per pair (INFO cpu, all rounds) and ratios (medians of rounds).
 require __DIR__ . '/../testing/fpm_pool.php';
 require __DIR__ . '/../testing/fault_helpers.php';
 require __DIR__ . '/loop_ops.php';
@@ -52,10 +52,7 @@ foreach ($ops as $op) {
         $op();
     }
 }
-$cpu = function () use ($redis): float {
-    $f = explode(' ', explode(') ', (string) file_get_contents("/proc/{$redis['pid']}/stat"))[1]);
-    return ($f[11] + $f[12]) / 100 * 1e6; // utime + stime, in µs (100 ticks a second)
-};
+$cpu = fn (): float => redis_cpu_seconds((string) $r->rawCommand('INFO', 'cpu')) * 1e6;
 $rates = $spent = [];
 for ($round = 0; $round < $rounds; $round++) {
     $names = array_keys($ops);

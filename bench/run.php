@@ -35,11 +35,9 @@ function pct(array $xs, float $p): float
     return $xs[(int) min(count($xs) - 1, round($p * (count($xs) - 1)))];
 }
 
-/** Redis's own CPU time so far (user + system, seconds): getrusage, finer than /proc's ticks. */
 function redis_cpu(RlRaw $raw): float
 {
-    preg_match('/used_cpu_sys:([0-9.]+).*used_cpu_user:([0-9.]+)/s', (string) $raw->cmd('INFO', 'cpu'), $m);
-    return (float) $m[1] + (float) $m[2];
+    return redis_cpu_seconds((string) $raw->cmd('INFO', 'cpu'));
 }
 
 /**
