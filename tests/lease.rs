@@ -182,7 +182,8 @@ fn a_waiter_behind_an_unfenced_lock_gives_it_a_fence_and_is_handed_it() {
     // A waiter joins: the lock gets a fence, above any earlier one.
     let mut h = holder.acquire(SEC * 30, Duration::ZERO).unwrap().unwrap();
     let waiter = lease(&server, "fenced");
-    let t = std::thread::spawn(move || waiter.acquire(SEC * 30, SEC * 20).unwrap());
+    // A ttl of its own, which the lock takes when it is handed on.
+    let t = std::thread::spawn(move || waiter.acquire(SEC * 7, SEC * 20).unwrap());
     await_until(SEC * 5, "the waiter to queue", || {
         exists(&mut raw, "lock:{fenced}:waiters")
     });
@@ -198,7 +199,24 @@ fn a_waiter_behind_an_unfenced_lock_gives_it_a_fence_and_is_handed_it() {
         Some(fence.to_string()),
         "the holder's fencing token is the one the join assigned"
     );
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut raw)
+        .unwrap();
     assert!(holder.release(&h, false).unwrap());
+    assert_eq!(
+        calls(&mut raw, "time"),
+        1,
+        "a release that hands the lock on reads the clock once (the fence's µs too)"
+    );
+    let pttl: i64 = redis::cmd("PTTL")
+        .arg("lock:{fenced}")
+        .query(&mut raw)
+        .unwrap();
+    assert!(
+        pttl > 6_000 && pttl <= 7_000,
+        "the handed lock lasts the waiter's ttl: {pttl}"
+    );
     // Handed on by the release itself: the lock is the waiter's already.
     let next = value(&mut raw).expect("the release handed the lock on");
     assert!(!next.starts_with(h.token.as_str()), "{next}");

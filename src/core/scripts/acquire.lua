@@ -76,7 +76,7 @@ if owns(value, token) then
   unwake(lock, token)
   return {2, string.sub(value, #token + 2)}
 end
-local now = now_ms()
+local now, now_us = clock()
 local live = live_holders(holders, now, weights)
 local reading = live > 0 and redis.call('ZSCORE', holders, token)
 if mode == 'u' and not reading then
@@ -95,7 +95,7 @@ if not value then
   if not first or first == token then
     -- Taking comes first: under maxmemory, Redis refuses it with nothing changed.
     if (mode == 'w' and live == 0) or (mode == 'u' and live == (reading and 1 or 0)) then
-      local fence = next_fence(KEYS[2], ttl)
+      local fence = next_fence(KEYS[2], ttl, now_us)
       redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl_text)
       if reading then
         redis.call('ZREM', holders, token)
@@ -139,7 +139,7 @@ if wait > 0 then
   -- A lock taken on the fast path has no fence yet, and its release trusts that
   -- to mean nobody queued since (lib.lua's let_go): it gets one now.
   if value and string.sub(value, -1) == ':' then
-    redis.call('SET', lock, value .. next_fence(KEYS[2], math.max(redis.call('PTTL', lock), 0)), 'KEEPTTL')
+    redis.call('SET', lock, value .. next_fence(KEYS[2], math.max(redis.call('PTTL', lock), 0), now_us), 'KEEPTTL')
   end
   join_queue(waiters, terms, token, ttl, wait, now, mode, limit, weight)
 else

@@ -38,18 +38,29 @@ local function owns(value, token)
   return value and string.sub(value, 1, #token + 1) == token .. ':'
 end
 
-local function now_ms()
+-- The server clock in ms, and in µs (for a fence granted in the same script:
+-- one TIME call less).
+local function clock()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return s * 1000 + math.floor(us / 1000), s * 1000000 + us
+end
+
+local function now_ms()
+  return (clock())
 end
 
 -- The next fencing token of a lock: above every one granted before, and at least
 -- the server clock in microseconds (so tokens keep rising when the counter is
 -- lost: a restart without persistence, a failover to a replica that missed the
 -- last grants, or the counter's expiry). Usually one SET ... GET does it.
-local function next_fence(fence_key, ttl)
-  local t = redis.call('TIME')
-  local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- `now_us`: the clock as this script read it (clock()), if it did.
+local function next_fence(fence_key, ttl, now_us)
+  local fence = now_us
+  if not fence then
+    local t = redis.call('TIME')
+    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
   -- Formatted once: each string.format is a printf.
   local text = string.format('%.0f', fence)
   local keep = ttl + FENCE_KEEP_MS
@@ -77,13 +88,13 @@ local function parse_terms(text)
     return nil
   end
   return tonumber(ttl), tonumber(deadline), tonumber(heard), mode ~= '' and mode or 'w',
-    tonumber(limit), tonumber(weight) or 1
+    tonumber(limit), tonumber(weight) or 1, ttl
 end
 
 -- The first waiter at or after place `i` within its deadline and heard from
--- lately: token, ttl, deadline, mode, limit, and its place. Those whose
--- deadline passed (they gave up, or died) are dropped on the way; those not
--- heard from lately are passed over.
+-- lately: token, ttl, deadline, mode, limit, its place, weight and ttl as text.
+-- Those whose deadline passed (they gave up, or died) are dropped on the way;
+-- those not heard from lately are passed over.
 local function waiter_from(waiters, terms, now, i)
   while true do
     -- The first place as text: Redis 7.0 prints a number given to redis.call.
@@ -92,13 +103,14 @@ local function waiter_from(waiters, terms, now, i)
     if not token then
       return nil
     end
-    local ttl, deadline, heard, mode, limit, weight = parse_terms(redis.call('HGET', terms, token))
+    local ttl, deadline, heard, mode, limit, weight, ttl_text =
+      parse_terms(redis.call('HGET', terms, token))
     if not ttl or deadline <= now then
       leave_queue(waiters, terms, token)
     elseif heard <= now then
       i = i + 1
     else
-      return token, ttl, deadline, mode, limit, i, weight
+      return token, ttl, deadline, mode, limit, i, weight, ttl_text
     end
   end
 end
@@ -230,12 +242,15 @@ local function grant(lock, holders, waiters, terms, fence_key, payload, now, wei
   if redis.call('EXISTS', waiters) == 0 or (not freed and redis.call('EXISTS', lock) == 1) then
     return false
   end
-  now = now or now_ms()
+  local now_us
+  if not now then
+    now, now_us = clock()
+  end
   local live = live_holders(holders, now, weights)
   local handed = false
   local i = 0
   while true do
-    local token, ttl, deadline, mode, limit, at, weight = waiter_from(waiters, terms, now, i)
+    local token, ttl, deadline, mode, limit, at, weight, ttl_text = waiter_from(waiters, terms, now, i)
     if not token then
       return handed
     end
@@ -256,9 +271,9 @@ local function grant(lock, holders, waiters, terms, fence_key, payload, now, wei
       end
       local fence = '0'
       if fence_key then
-        fence = next_fence(fence_key, ttl)
+        fence = next_fence(fence_key, ttl, now_us)
       end
-      redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl)
+      redis.call('SET', lock, token .. ':' .. fence, 'PX', ttl_text)
       wake_up(lock, token, deadline, now, fence .. ':' .. body)
       return true
     elseif mode == 'p' and live + weight > (limit or 0) then
