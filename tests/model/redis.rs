@@ -319,9 +319,10 @@ impl Script<'_> {
         self.now
     }
 
-    /// lib.lua's `next_fence`. `TIME` is the shared microsecond clock (a script
-    /// that read it for `now` passes that reading on: one step reads it once, so
-    /// the same here); `keep` (ttl + FENCE_KEEP_MS, an hour) outlives every run.
+    /// lib.lua's `next_fence`. `TIME` is the shared microsecond clock (lib.lua's
+    /// grant and acquire pass on the reading they took for `now` when they took
+    /// one: within one atomic step that is the same clock); `keep` (ttl +
+    /// FENCE_KEEP_MS, an hour) outlives every run.
     pub fn next_fence(&mut self) -> u16 {
         *self.micros = (*self.micros + 1).max((u16::from(self.now) + 1) * MICROS_PER_TICK);
         let mut fence = *self.micros;

@@ -54,7 +54,8 @@ end
 -- the server clock in microseconds (so tokens keep rising when the counter is
 -- lost: a restart without persistence, a failover to a replica that missed the
 -- last grants, or the counter's expiry). Usually one SET ... GET does it.
--- `now_us`: the clock as this script read it (clock()), if it did.
+-- `now_us`: the clock as this script read it (clock()), if it did; a script is
+-- atomic, so no other reading comes between.
 local function next_fence(fence_key, ttl, now_us)
   local fence = now_us
   if not fence then
