@@ -1,10 +1,25 @@
 <?php
 // Scenario 5, one of the contending processes: lock, 1 ms of work, unlock, $n times.
-// lib: lease, symfony, symfony_lease, laravel_lease, laravel_redis (see below).
+// lib: lease, symfony, symfony_lease, laravel_lease, laravel_redis, ring (see below).
 // Prints one line per hold: asked, got, released (microtime), for the handoff gaps.
-[$_, $lib, $port, $n] = $argv;
+[$_, $lib, $port, $n, $me, $all] = $argv + [4 => '0', 5 => '1'];
 $key = 'bench:contend';
-if ($lib === 'lease') {
+if ($lib === 'ring') {
+    // No lock at all: the platform's floor for a handoff through Redis. The processes pass one
+    // token round a ring: each blocks in BLPOP on its own list, and its "release" is one LPUSH
+    // onto the next one's (no script, no queue, no fence, no expiry). Process 0 holds first.
+    $r = new Redis();
+    $r->connect('127.0.0.1', (int) $port);
+    $first = (int) $me === 0;
+    $take = function () use ($r, $key, $me, &$first) {
+        if ($first) {
+            $first = false;
+            return true;
+        }
+        return $r->blPop(["$key:ring:$me"], 60) !== [];
+    };
+    $drop = fn () => $r->lPush("$key:ring:" . (((int) $me + 1) % (int) $all), '1');
+} elseif ($lib === 'lease') {
     $lock = new DistributedLock($key, 30.0, "redis://127.0.0.1:$port");
     $take = fn () => $lock->acquire(60.0);
     $drop = function () use (&$lock) {

@@ -166,6 +166,20 @@ function lease_library(Redis $r, string $so, int $port): ?string
     return $rc === 0 && count($new) === 1 ? substr($new[0], strlen('redis_lease_')) : null;
 }
 
+/**
+ * Redis's own time so far, in µs, in the commands named (INFO commandstats, e.g. ['fcall', 'set']):
+ * read before and after a block, the difference is what the block cost inside Redis, not the round trip.
+ */
+function commands_usec(Redis $r, array $commands): int
+{
+    $stats = $r->info('commandstats');
+    $sum = 0;
+    foreach ($commands as $c) {
+        preg_match('/usec=(\d+),/', $stats["cmdstat_$c"] ?? '', $m) && $sum += (int) $m[1];
+    }
+    return $sum;
+}
+
 /** Our acquire function as the extension calls it for a lock ($k: the lock key), by raw phpredis. */
 function fcall_acquire(Redis $r, string $hash, string $k, string $token, int $waitMs): mixed
 {

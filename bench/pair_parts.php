@@ -76,14 +76,6 @@ $variants = [
         $r->rawCommand('FCALL', 'pp_take_checked', 6, ...[...$keys, ...$args]), $r->rawCommand('FCALL', 'pp_free', 6, ...[...$freeKeys, $token])]],
     'our two functions' => [['fcall'], fn () => [fcall_acquire($r, $hash, $k, $token, 0), fcall_release($r, $hash, $k, $token)]],
 ];
-$usec = function (array $commands) use ($r): int {
-    $stats = $r->info('commandstats');
-    $sum = 0;
-    foreach ($commands as $c) {
-        preg_match('/usec=(\d+),/', $stats["cmdstat_$c"] ?? '', $m) && $sum += (int) $m[1];
-    }
-    return $sum;
-};
 $took = [];
 for ($round = 0; $round < $rounds; $round++) {
     // The order rotated every round: no variant always follows the same one.
@@ -91,7 +83,7 @@ for ($round = 0; $round < $rounds; $round++) {
     $shift = $round % count($names);
     foreach ([...array_slice($names, $shift), ...array_slice($names, 0, $shift)] as $name) {
         [$commands, $pair] = $variants[$name];
-        $t = $usec($commands);
+        $t = commands_usec($r, $commands);
         for ($i = 0; $i < $pairs; $i++) {
             $reply = $pair();
             if ($reply !== [1, 1]) {
@@ -99,7 +91,7 @@ for ($round = 0; $round < $rounds; $round++) {
                 exit(1);
             }
         }
-        $took[$name][] = ($usec($commands) - $t) / $pairs;
+        $took[$name][] = (commands_usec($r, $commands) - $t) / $pairs;
     }
 }
 printf("Redis µs per lock pair (INFO commandstats), %d rounds of %d pairs, medians\n", $rounds, $pairs);

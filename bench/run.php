@@ -371,7 +371,7 @@ $contend = function (string $lib, int $each) use ($php, $port): array {
     $procs = $pipes = [];
     $errors = tempnam(sys_get_temp_dir(), 'bench-contend');
     for ($i = 0; $i < 8; $i++) {
-        $procs[$i] = proc_open([...$php, __DIR__ . '/lock_contend.php', $lib, (string) $port, (string) $each],
+        $procs[$i] = proc_open([...$php, __DIR__ . '/lock_contend.php', $lib, (string) $port, (string) $each, (string) $i, '8'],
             [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $errors, 'a']], $pipes[$i]);
     }
     $t = microtime(true);
@@ -401,7 +401,9 @@ $contend = function (string $lib, int $each) use ($php, $port): array {
     return ['holds' => count($holds), 'per_s' => count($holds) / $wall, 'gaps' => $gaps];
 };
 // Holds per process: fewer for the polling locks (Symfony's RedisStore 100 ms, Laravel's redis lock 250 ms).
-$contenders = ['lease' => 50, 'symfony' => 6, 'symfony_lease' => 50, 'laravel_lease' => 50, 'laravel_redis' => 3];
+// ring: no lock, the floor of any handoff through Redis on this machine (one LPUSH wakes the next
+// process's BLPOP); it moves with the machine's wake-up latency as much as the lock does.
+$contenders = ['lease' => 50, 'ring' => 50, 'symfony' => 6, 'symfony_lease' => 50, 'laravel_lease' => 50, 'laravel_redis' => 3];
 for ($r = 0; $r < $reps; $r++) {
     foreach ($contenders as $lib => $each) {
         $x = $contend($lib, $each);
@@ -612,6 +614,8 @@ $rows = [
     ["Cluster $p4 lock loop: ops/s vs single node", $pr('lease@cluster/lease@tcp'), '>= 0.90x'],
     ["Cluster $p4 lock loop: ops/s vs raw phpredis RedisCluster", $pr('lease@cluster/phpredis@cluster'), '>= 0.95x'],
     ['5. contended lock: handoff gap median (ms)', $s5['lease']['gap_median_ms'], '<= 0.15 (Symfony: ' . round($s5['symfony']['gap_median_ms'], 1) . ')'],
+    ['5. contended lock: handoff gap over the floor (ms)', $s5['lease']['gap_median_ms'] - $s5['ring']['gap_median_ms'],
+        '(floor: ' . sprintf('%.3f', $s5['ring']['gap_median_ms']) . ' ms, an LPUSH waking a BLPOP)'],
     ['5. contended lock: holds/s vs Symfony', $s5['lease']['holds_per_s'] / $s5['symfony']['holds_per_s'], ''],
     ['6. extra RSS per worker (KiB)', $s6['extra_kib'], '< 2048'],
     ['6. extra PSS per worker (KiB; shared pages divided among workers)', $s6['extra_pss_kib'], '< 1024'],

@@ -27,10 +27,6 @@ foreach (['A' => $soA, 'B' => $soB] as $build => $so) {
         ?? exit("build $build ($so) loaded no library of its own: the same scripts as the other?\n");
 }
 $k = 'lock:{script_ab}';
-$usec = function () use ($r): int {
-    preg_match('/usec=(\d+)/', $r->info('commandstats')['cmdstat_fcall'] ?? '', $m);
-    return (int) ($m[1] ?? 0);
-};
 $steps = ['fast acquire', 'queueing acquire', 'release that grants', 'release, nobody waits'];
 $took = [];
 for ($i = 0; $i < 2 * $cycles; $i++) {
@@ -42,14 +38,14 @@ for ($i = 0; $i < 2 * $cycles; $i++) {
         if ($n === 3) {
             $r->lPop("$k:wake:$b"); // B's wake-up, as its BLPOP would take it
         }
-        $t = $usec();
+        $t = commands_usec($r, ['fcall']);
         $reply = match ($n) {
             0 => fcall_acquire($r, $h, $k, $a, 0),
             1 => fcall_acquire($r, $h, $k, $b, 5000),
             2 => fcall_release($r, $h, $k, $a),
             3 => fcall_release($r, $h, $k, $b),
         };
-        $took[$build][$step][] = $usec() - $t;
+        $took[$build][$step][] = commands_usec($r, ['fcall']) - $t;
         // The steps are only comparable if both builds did the same work: the queueing acquire is
         // told busy ({0, pttl}), every other step answers 1.
         if ($n === 1 ? !(is_array($reply) && $reply[0] === 0) : $reply !== 1) {

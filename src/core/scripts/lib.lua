@@ -57,11 +57,7 @@ end
 -- `now_us`: the clock as this script read it (clock()), if it did; a script is
 -- atomic, so no other reading comes between.
 local function next_fence(fence_key, ttl, now_us)
-  local fence = now_us
-  if not fence then
-    local t = redis.call('TIME')
-    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
+  local fence = now_us or select(2, clock())
   -- Formatted once: each string.format is a printf.
   local text = string.format('%.0f', fence)
   local keep = ttl + FENCE_KEEP_MS
