@@ -11,12 +11,18 @@ if ($lib === 'ring') {
     $r = new Redis();
     $r->connect('127.0.0.1', (int) $port);
     $first = (int) $me === 0;
+    if ($first) {
+        // The last hold of a run hands the token on to process 0, which has finished: a run on the
+        // same Redis would start with two tokens. Nobody else pushes here before process 0 starts it.
+        $r->del("$key:ring:0");
+    }
     $take = function () use ($r, $key, $me, &$first) {
         if ($first) {
             $first = false;
             return true;
         }
-        return $r->blPop(["$key:ring:$me"], 60) !== [];
+        $popped = $r->blPop(["$key:ring:$me"], 60);
+        return is_array($popped) && count($popped) === 2;
     };
     $drop = fn () => $r->lPush("$key:ring:" . (((int) $me + 1) % (int) $all), '1');
 } elseif ($lib === 'lease') {

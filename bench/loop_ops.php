@@ -193,3 +193,18 @@ function fcall_release(Redis $r, string $hash, string $k, string $token): mixed
     return $r->rawCommand('FCALL', "rl_release_$hash", 6, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:holders",
         "$k:weights", $token);
 }
+
+/** Our acquire function for one permit of a semaphore of $limit ($k: its base key, '...:semaphore'). */
+function fcall_permit_acquire(Redis $r, string $hash, string $k, string $token, int $limit): mixed
+{
+    return $r->rawCommand('FCALL', "rl_acquire_$hash", 7, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:void:$token",
+        "$k:holders", "$k:weights", $token, '30000', '0', 'p', (string) $limit, '1');
+}
+
+
+/** Our release function for a semaphore's permit, as the extension calls it ('p': no lock key to read). */
+function fcall_permit_release(Redis $r, string $hash, string $k, string $token): mixed
+{
+    return $r->rawCommand('FCALL', "rl_release_$hash", 6, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:holders",
+        "$k:weights", $token, 'p');
+}

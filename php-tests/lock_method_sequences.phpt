@@ -201,6 +201,11 @@ for ($seq = 0; $seq < SEQUENCES; $seq++) {
                     if ($op === 'acquireRead') {
                         $wasWriting = $before !== null && $o->getFencingToken() !== null;
                         $got = $o->acquireRead($wait);
+                        // Known at once: a short auto-renewed lease its watchdog gives up on (a stalled
+                        // machine) hides from getToken() by the time check() asks, yet is still its to release.
+                        if ($got && ($t = $o->getToken()) !== null) {
+                            $w->last[$id] = $t;
+                        }
                         $stats['downgrades'] += $wasWriting && $got ? 1 : 0;
                         if ($got && $o->getFencingToken() !== null) {
                             bad($w, $seed, "#$id acquireRead() true, but it still has a fencing token");
@@ -210,6 +215,9 @@ for ($seq = 0; $seq < SEQUENCES; $seq++) {
                     $fenceBefore = $isLock ? $o->getFencingToken() : null;
                     $wasReading = $isLock && $before !== null && $fenceBefore === null;
                     $got = $o->acquire($wait);
+                    if ($got && ($t = $o->getToken()) !== null) {
+                        $w->last[$id] = $t;
+                    }
                     $stats['upgrades'] += $wasReading && $got ? 1 : 0;
                     if ($got && $isLock) {
                         $f = $o->getFencingToken();
@@ -263,8 +271,9 @@ for ($seq = 0; $seq < SEQUENCES; $seq++) {
                         $tokens = array_keys($w->detached);
                         $t = $tokens[mt_rand(0, count($tokens) - 1)];
                         $kind = $w->detached[$t];
-                        unset($w->detached[$t]);
+                        // (Detached until restored: an auto-renewed restore that throws leaves it so.)
                         $nid = $w->add($kind, TTL[mt_rand(0, 2)], $t, mt_rand(0, 3) === 0);
+                        unset($w->detached[$t]);
                         // Its to release from now on, even if it cannot count on the hold (an
                         // auto-renewed restore asks Redis at once: a hold with ms left is given
                         // up by its watchdog, hidden from getToken(), and still released).

@@ -5,9 +5,12 @@ mod support;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use redis::ConnectionLike;
+
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::error::Error;
 use redis_lease::core::lease::{Lease, LeaseKeys};
+use redis_lease::core::scripts::{self, Functions, Scripted};
 use support::{await_until, exists, RedisServer};
 
 fn lease(server: &RedisServer, name: &str) -> Lease {
@@ -885,5 +888,132 @@ fn every_script_compiles_with_the_helpers_it_uses() {
     assert!(
         RELEASE.source.len() < lib.len(),
         "release carries all of lib.lua"
+    );
+}
+
+/// A link that records the command names it sends and, after each of its first
+/// `flushes` FUNCTION LOADs, empties both caches from another connection (as a
+/// failover to an empty master, or an operator's FLUSH, could between our load
+/// and our next call).
+struct Flushing {
+    conn: redis::Connection,
+    side: redis::Connection,
+    functions: Functions,
+    flushes: usize,
+    sent: Vec<String>,
+}
+
+impl ConnectionLike for Flushing {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        // "*N\r\n$len\r\nNAME\r\n...": the third line.
+        let name = String::from_utf8_lossy(cmd.split(|&b| b == b'\n').nth(2).unwrap_or_default())
+            .trim_end()
+            .to_ascii_uppercase();
+        let reply = self.conn.req_packed_command(cmd);
+        if name == "FUNCTION" && self.flushes > 0 {
+            self.flushes -= 1;
+            redis::cmd("FUNCTION")
+                .arg("FLUSH")
+                .exec(&mut self.side)
+                .unwrap();
+            redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .exec(&mut self.side)
+                .unwrap();
+        }
+        self.sent.push(name);
+        reply
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        self.conn.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.conn.get_db()
+    }
+
+    fn check_connection(&mut self) -> bool {
+        self.conn.check_connection()
+    }
+
+    fn is_open(&self) -> bool {
+        self.conn.is_open()
+    }
+}
+
+impl Scripted for Flushing {
+    fn functions(&mut self) -> &mut Functions {
+        &mut self.functions
+    }
+}
+
+#[test]
+fn a_function_flushed_after_each_load_runs_once_as_a_script() {
+    let server = RedisServer::start();
+    let keys = LeaseKeys::for_lock(b"lock:", b"flushed");
+    let mut link = Flushing {
+        conn: server.conn(),
+        side: server.conn(),
+        functions: Functions::default(),
+        flushes: 0,
+        sent: Vec::new(),
+    };
+    // A release of a held lock: 1 when it deleted it, 0 when nothing was ours
+    // (what a second run of the same release would answer).
+    let release = |link: &mut Flushing, flushes: usize| -> (i64, Vec<String>) {
+        redis::cmd("SET")
+            .arg(keys.lock())
+            .arg("tok:")
+            .exec(&mut link.side)
+            .unwrap();
+        link.flushes = flushes;
+        link.sent.clear();
+        let mut inv = scripts::RELEASE.key(keys.lock());
+        inv.key(keys.fence())
+            .key(keys.waiters())
+            .key(keys.terms())
+            .key(keys.holders())
+            .key(keys.weights())
+            .arg("tok");
+        let n: i64 = inv.call(link).unwrap();
+        let left: bool = redis::cmd("EXISTS")
+            .arg(keys.lock())
+            .query(&mut link.side)
+            .unwrap();
+        assert!(!left, "the lock was not released");
+        (n, std::mem::take(&mut link.sent))
+    };
+    let names = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // A server without our library: loaded, then called.
+    assert_eq!(
+        release(&mut link, 0),
+        (1, names(&["FCALL", "FUNCTION", "FCALL"]))
+    );
+    // Loaded: one call.
+    assert_eq!(release(&mut link, 0), (1, names(&["FCALL"])));
+    // Flushed before the first call and after each load: after two loads it runs
+    // as a script (EVAL after NOSCRIPT), once: a function that said "not found"
+    // never ran.
+    redis::cmd("FUNCTION")
+        .arg("FLUSH")
+        .exec(&mut link.side)
+        .unwrap();
+    assert_eq!(
+        release(&mut link, 2),
+        (
+            1,
+            names(&["FCALL", "FUNCTION", "FCALL", "FUNCTION", "EVALSHA", "EVAL"])
+        )
+    );
+    // Still a function link afterwards: a flush is no refusal.
+    assert_eq!(
+        release(&mut link, 0),
+        (1, names(&["FCALL", "FUNCTION", "FCALL"]))
     );
 }

@@ -64,6 +64,8 @@ pub struct LeaseKeys {
     /// A session's data, when the lease locks a session: unlocking hands the data
     /// to the next waiter along with the lock.
     pub data: Option<Vec<u8>>,
+    /// A semaphore's: its holds are all shared (permits), its lock key never set.
+    semaphore: bool,
 }
 
 /// The keys after the lock key, in `LeaseKeys::ends` order.
@@ -79,7 +81,10 @@ impl LeaseKeys {
     /// Keys of a named semaphore: `prefix{name}:semaphore` (never set: permits
     /// are shared holds), and `:holders`, `:waiters`, `:terms` after it.
     pub fn for_semaphore(prefix: &[u8], name: &[u8]) -> LeaseKeys {
-        LeaseKeys::tagged(prefix, name, b":semaphore")
+        LeaseKeys {
+            semaphore: true,
+            ..LeaseKeys::tagged(prefix, name, b":semaphore")
+        }
     }
 
     /// `prefix{name}tail` and the keys after it, in one allocation.
@@ -105,7 +110,12 @@ impl LeaseKeys {
             all.extend_from_slice(suffix);
             ends[i + 1] = all.len();
         }
-        LeaseKeys { all, ends, data }
+        LeaseKeys {
+            all,
+            ends,
+            data,
+            semaphore: false,
+        }
     }
 
     /// How many bytes the suffixed keys take after a lock key of `base` bytes.
@@ -842,6 +852,9 @@ impl Lease {
                     .key(self.keys.holders())
                     .key(self.keys.weights())
                     .arg(token.as_str());
+                if self.keys.semaphore {
+                    inv.arg("p");
+                }
                 inv.call(&mut *c.inner)
             }
             Some(data) => self
@@ -1436,6 +1449,8 @@ mod tests {
             let session = LeaseKeys::with_base(lock.clone(), Some(b"d".to_vec()));
             assert_eq!(session.all, keys.all);
             assert_eq!(session.data.as_deref(), Some(b"d".as_slice()));
+            // Only a semaphore's release skips the lock key ('p').
+            assert!(sem.semaphore && !keys.semaphore && !session.semaphore);
         }
     }
 }

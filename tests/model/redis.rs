@@ -774,8 +774,15 @@ impl Script<'_> {
     }
 
     /// release.lua, by let_go (for a session, session_save.lua's 'unlock': the
-    /// data goes with the lock to the next waiter).
-    pub fn release(&mut self, token: Token, session: bool) -> Reply {
+    /// data goes with the lock to the next waiter). `permit`: a semaphore's
+    /// release, whose 'p' has let_go skip the lock key: that is only the same
+    /// step while no permit's token ever holds the lock, which every state the
+    /// checker reaches must show.
+    pub fn release(&mut self, token: Token, session: bool, permit: bool) -> Reply {
+        assert!(
+            !permit || !owns(self.db.lock, token),
+            "a permit's token holds the lock: its release ('p') would leave it held"
+        );
         if session {
             if !owns(self.db.lock, token) {
                 return Reply::Int(0);

@@ -379,6 +379,8 @@ impl State {
         };
         let session =
             |t: Token| matches!(cfg.clients[usize::from(t.client)], Program::Session { .. });
+        let permit =
+            |t: Token| matches!(cfg.clients[usize::from(t.client)], Program::Permit { .. });
         let reply = match req {
             Req::Acquire { token, wait, mode } => {
                 let reply = script.acquire(token, cfg.ttl, wait, mode);
@@ -407,13 +409,13 @@ impl State {
             } => script.refresh(token, ttl, at_least),
             Req::Fence { token } => script.fence(token),
             Req::Inspect { token } => script.inspect(token),
-            Req::Release { token } => script.release(token, session(token)),
+            Req::Release { token } => script.release(token, session(token), permit(token)),
             Req::Save { token, data } => script.session_save(token, data),
             Req::SavedBefore { data } => script.saved_before(data),
             Req::Revoke { nonce } => script.session_revoke(nonce),
             Req::Abandon { token } => {
                 if let Reply::Owned(Some(_)) = script.resolve(token, session(token)) {
-                    script.release(token, session(token));
+                    script.release(token, session(token), permit(token));
                 }
                 Reply::Int(0)
             }

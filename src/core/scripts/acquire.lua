@@ -45,10 +45,12 @@ elseif mode == 'p' then
   -- left to the path below, which also clears its wake-up.
   if redis.call('EXISTS', KEYS[5], waiters) == 0 then
     local now = now_ms()
-    if live_holders(holders, now, weights) + weight <= limit
+    local live, weighted = live_holders(holders, now, weights)
+    if live + weight <= limit
         and redis.call('ZADD', holders, 'NX', now + ttl, token) == 1 then
       weigh(weights, token, weight)
-      keep_holders(holders, now, weights)
+      -- The weights' key is there only if it was before or this hold weighs.
+      keep_holders(holders, now, (weighted or weight > 1) and weights or nil)
       return {1, '0'}
     end
   end

@@ -175,19 +175,21 @@ local function drop_holder(holders, token, weights)
 end
 
 -- How many shared holds (permits: their weights) are alive at `now`; those that
--- ran out are dropped.
+-- ran out are dropped. Second: whether the weights' key was there (most
+-- semaphores never weigh: their calls on it are skipped).
 local function live_holders(holders, now, weights)
   if not holders or redis.call('EXISTS', holders) == 0 then
-    return 0
+    return 0, false
   end
-  if weights and redis.call('EXISTS', weights) == 1 then
+  local weighted = weights and redis.call('EXISTS', weights) == 1
+  if weighted then
     for _, token in ipairs(redis.call('ZRANGEBYSCORE', holders, '-inf', now)) do
       unweigh(weights, token)
     end
   end
   redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
-  local extra = weights and tonumber(redis.call('HGET', weights, '')) or 0
-  return redis.call('ZCARD', holders) + extra
+  local extra = weighted and tonumber(redis.call('HGET', weights, '')) or 0
+  return redis.call('ZCARD', holders) + extra, weighted
 end
 
 -- The set, and the weights beside it, last as long as the last lease in it.
@@ -311,20 +313,23 @@ end
 
 -- Lets go of `token`'s hold on a lock or semaphore: the lock alone, or a shared
 -- hold; what that frees goes to the waiters at the head of the queue (see
--- grant). True when the token held something.
-local function let_go(lock, holders, waiters, terms, fence_key, token, weights)
-  local value = redis.call('GET', lock)
-  if value == token .. ':' then
-    -- Taken on the fast path, its fence still unassigned: nobody has queued since
-    -- (a waiter that joins assigns it, acquire.lua), so there is nobody to hand
-    -- it to.
-    redis.call('DEL', lock)
-    return true
-  end
-  if owns(value, token) then
-    redis.call('DEL', lock)
-    grant(lock, holders, waiters, terms, fence_key, no_payload, nil, weights, true)
-    return true
+-- grant). True when the token held something. `permit`: a semaphore's, whose
+-- lock key nothing sets.
+local function let_go(lock, holders, waiters, terms, fence_key, token, weights, permit)
+  if not permit then
+    local value = redis.call('GET', lock)
+    if value == token .. ':' then
+      -- Taken on the fast path, its fence still unassigned: nobody has queued
+      -- since (a waiter that joins assigns it, acquire.lua), so there is nobody
+      -- to hand it to.
+      redis.call('DEL', lock)
+      return true
+    end
+    if owns(value, token) then
+      redis.call('DEL', lock)
+      grant(lock, holders, waiters, terms, fence_key, no_payload, nil, weights, true)
+      return true
+    end
   end
   -- A shared hold whose lease ran out lingers until a script drops it: it
   -- was not ours to release any more.
