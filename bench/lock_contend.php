@@ -12,9 +12,10 @@ if ($lib === 'ring') {
     $r->connect('127.0.0.1', (int) $port);
     $first = (int) $me === 0;
     if ($first) {
-        // The last hold of a run hands the token on to process 0, which has finished: a run on the
-        // same Redis would start with two tokens. Nobody else pushes here before process 0 starts it.
-        $r->del("$key:ring:0");
+        // The last hold of a run hands the token on to process 0, which has finished (and a run that
+        // failed may leave it anywhere): a run on the same Redis would start with two tokens. Nobody
+        // pushes before process 0's first release.
+        $r->del(array_map(fn (int $i) => "$key:ring:$i", range(0, (int) $all - 1)));
     }
     $take = function () use ($r, $key, $me, &$first) {
         if ($first) {

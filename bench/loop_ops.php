@@ -201,7 +201,6 @@ function fcall_permit_acquire(Redis $r, string $hash, string $k, string $token, 
         "$k:holders", "$k:weights", $token, '30000', '0', 'p', (string) $limit, '1');
 }
 
-
 /** Our release function for a semaphore's permit, as the extension calls it ('p': no lock key to read). */
 function fcall_permit_release(Redis $r, string $hash, string $k, string $token): mixed
 {

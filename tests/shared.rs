@@ -372,3 +372,83 @@ fn a_shared_hold_that_ran_out_is_not_released_as_ours() {
     assert!(!s1.release().unwrap(), "a permit whose lease ran out");
     assert!(s2.release().unwrap());
 }
+
+/// Mixed weights, mixed leases: while a hold of several permits lives, the
+/// weights' key (its weight, and the sum under '') lives at least as long, and
+/// the live permits never pass the limit. (A permit's fast path skips the
+/// weights' key when it is not there: it must never skip it when it is.)
+#[test]
+fn the_weights_outlive_every_weighted_permit_whatever_the_mix() {
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let base = "lock:{mix}:semaphore";
+    let ttls = [MS * 150, MS * 400, SEC * 2, SEC * 30];
+    let mut sems: Vec<Lock> = (0..8)
+        .map(|i| semaphore(&server, "mix", 6, ttls[i % ttls.len()]))
+        .collect();
+    // A fixed sequence: the same steps on every run.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) % n
+    };
+    let (mut weighted, mut plain) = (0, 0);
+    for step in 0..300 {
+        let i = next(sems.len() as u64) as usize;
+        let s = &mut sems[i];
+        if s.token().is_some() && next(2) == 0 {
+            s.release().unwrap();
+        } else if s.token().is_none() {
+            let weight = [1, 2, 2, 3][next(4) as usize];
+            if s.acquire_permits(Duration::ZERO, weight).unwrap() {
+                if weight > 1 {
+                    weighted += 1;
+                } else {
+                    plain += 1;
+                }
+            }
+        }
+        // PTTL first, the clock after: a key that lasts to `end` has pttl >= end - now.
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(format!("{base}:weights"))
+            .query(&mut raw)
+            .unwrap();
+        let time: (i64, i64) = redis::cmd("TIME").query(&mut raw).unwrap();
+        let now = time.0 * 1000 + time.1 / 1000;
+        let holds: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(format!("{base}:holders"))
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(&mut raw)
+            .unwrap();
+        let weights: std::collections::HashMap<String, i64> = redis::cmd("HGETALL")
+            .arg(format!("{base}:weights"))
+            .query(&mut raw)
+            .unwrap();
+        let mut live = 0;
+        for (token, end) in &holds {
+            let end = *end as i64;
+            if end <= now {
+                continue;
+            }
+            let w = weights.get(token).copied().unwrap_or(1);
+            live += w;
+            if w > 1 {
+                assert!(
+                    pttl >= end - now - 1,
+                    "step {step}: a hold of {w} permits lives {} ms more, the weights' key {pttl} ms",
+                    end - now
+                );
+            }
+        }
+        assert!(live <= 6, "step {step}: {live} permits live, limit 6");
+    }
+    assert!(
+        weighted >= 10 && plain >= 10,
+        "{weighted} weighted and {plain} plain acquires"
+    );
+    for s in &mut sems {
+        let _ = s.release();
+    }
+}

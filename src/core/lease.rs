@@ -118,6 +118,11 @@ impl LeaseKeys {
         }
     }
 
+    /// A semaphore's keys (its release skips the lock key, which nothing sets).
+    pub fn is_semaphore(&self) -> bool {
+        self.semaphore
+    }
+
     /// How many bytes the suffixed keys take after a lock key of `base` bytes.
     fn after(base: usize) -> usize {
         SUFFIXES.iter().map(|s| base + s.len()).sum()

@@ -549,13 +549,14 @@ impl Script<'_> {
 
     /// lib.lua's `let_go`: the lock alone, or a live shared hold; what that
     /// frees goes to the head of the queue. True when the token held something.
-    pub fn let_go(&mut self, token: Token) -> bool {
+    pub fn let_go(&mut self, token: Token, permit: bool) -> bool {
         let unfenced = self.db.lock.is_some_and(|l| l.fence.is_none());
-        if self.scripts.release_trusts_empty_fence && owns(self.db.lock, token) && unfenced {
+        let held = !permit && owns(self.db.lock, token);
+        if self.scripts.release_trusts_empty_fence && held && unfenced {
             self.db.lock = None;
             return true;
         }
-        if owns(self.db.lock, token) {
+        if held {
             // grant's `freed`: the lock was just deleted, so it is not asked about.
             self.db.lock = None;
             self.grant(true, true, |_| None, None);
@@ -775,9 +776,10 @@ impl Script<'_> {
 
     /// release.lua, by let_go (for a session, session_save.lua's 'unlock': the
     /// data goes with the lock to the next waiter). `permit`: a semaphore's
-    /// release, whose 'p' has let_go skip the lock key: that is only the same
-    /// step while no permit's token ever holds the lock, which every state the
-    /// checker reaches must show.
+    /// release, whose 'p' has let_go skip the lock key: right only while no
+    /// permit's token holds the lock, which every permit release the checker
+    /// reaches asserts (semaphores and locks never share keys in the code; in
+    /// the model they share one db).
     pub fn release(&mut self, token: Token, session: bool, permit: bool) -> Reply {
         assert!(
             !permit || !owns(self.db.lock, token),
@@ -790,7 +792,7 @@ impl Script<'_> {
             self.pass_on(false, |db| db.data);
             return Reply::Int(1);
         }
-        if !self.let_go(token) {
+        if !self.let_go(token, permit) {
             return Reply::Int(0);
         }
         Reply::Int(1)

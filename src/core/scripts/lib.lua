@@ -235,8 +235,8 @@ end
 -- it (a large request at the head is not starved by small ones behind it).
 -- True when it handed anything. `now` (ms) may be nil: the clock is read only
 -- when someone queues. `freed`: the caller deleted the lock earlier in this
--- script and wrote it no more, so it is free without asking (one call less on
--- the way to the waiter's wake-up).
+-- script and wrote it no more, or it is a semaphore's, which nothing sets: free
+-- without asking (one call less on the way to the waiter's wake-up).
 local function grant(lock, holders, waiters, terms, fence_key, payload, now, weights, freed)
   if redis.call('EXISTS', waiters) == 0 or (not freed and redis.call('EXISTS', lock) == 1) then
     return false
@@ -314,7 +314,7 @@ end
 -- Lets go of `token`'s hold on a lock or semaphore: the lock alone, or a shared
 -- hold; what that frees goes to the waiters at the head of the queue (see
 -- grant). True when the token held something. `permit`: a semaphore's, whose
--- lock key nothing sets.
+-- lock key nothing sets (so grant need not ask either).
 local function let_go(lock, holders, waiters, terms, fence_key, token, weights, permit)
   if not permit then
     local value = redis.call('GET', lock)
@@ -342,7 +342,7 @@ local function let_go(lock, holders, waiters, terms, fence_key, token, weights, 
   if ends <= now then
     return false
   end
-  grant(lock, holders, waiters, terms, fence_key, no_payload, now, weights)
+  grant(lock, holders, waiters, terms, fence_key, no_payload, now, weights, permit)
   return true
 end
 
