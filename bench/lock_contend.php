@@ -10,13 +10,7 @@ if ($lib === 'ring') {
     // onto the next one's (no script, no queue, no fence, no expiry). Process 0 holds first.
     $r = new Redis();
     $r->connect('127.0.0.1', (int) $port);
-    $first = (int) $me === 0;
-    if ($first) {
-        // The last hold of a run hands the token on to process 0, which has finished (and a run that
-        // failed may leave it anywhere): a run on the same Redis would start with two tokens. Nobody
-        // pushes before process 0's first release.
-        $r->del(array_map(fn (int $i) => "$key:ring:$i", range(0, (int) $all - 1)));
-    }
+    $first = (int) $me === 0; // (bench/run.php clears the lists before a run)
     $take = function () use ($r, $key, $me, &$first) {
         if ($first) {
             $first = false;

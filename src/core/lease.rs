@@ -118,11 +118,6 @@ impl LeaseKeys {
         }
     }
 
-    /// A semaphore's keys (its release skips the lock key, which nothing sets).
-    pub fn is_semaphore(&self) -> bool {
-        self.semaphore
-    }
-
     /// How many bytes the suffixed keys take after a lock key of `base` bytes.
     fn after(base: usize) -> usize {
         SUFFIXES.iter().map(|s| base + s.len()).sum()
@@ -813,9 +808,12 @@ impl Lease {
         want: Want,
         token: Option<Token>,
     ) -> Result<Got> {
+        let permit = matches!(want, Want::Permit(..));
+        // A semaphore's keys only for permits: their release skips the lock key
+        // ('p'), so a lock taken on them would be left held.
+        debug_assert_eq!(permit, self.keys.semaphore);
         let started = Instant::now();
         let waited = self.claim(&LockClaim { ttl, want, token }, wait)?;
-        let permit = matches!(want, Want::Permit(..));
         match waited.result {
             Some(mut hold) => {
                 hold.acquired_at = started;

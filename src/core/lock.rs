@@ -296,8 +296,6 @@ impl Lock {
     /// between); false when others keep it past `wait` (a reader keeps its read
     /// hold). For a semaphore: one permit.
     pub fn acquire(&mut self, wait: Duration) -> Result<bool> {
-        // A lock on a semaphore's keys would be released as a permit: left held.
-        debug_assert_eq!(self.permits.is_some(), self.lease.keys.is_semaphore());
         self.verify()?;
         let want = match self.permits {
             Some(n) => Want::Permit(n, self.weight.unwrap_or(1)),

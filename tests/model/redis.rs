@@ -465,8 +465,9 @@ impl Script<'_> {
         payload: fn(&Store) -> Option<Data>,
         now: Option<Time>,
     ) -> bool {
-        // lib.lua does not ask about the lock when its caller has just deleted it
-        // (`freed`): it is None here then too.
+        // lib.lua does not ask about the lock when its caller has just deleted it,
+        // or released a permit (`freed`: nothing sets a semaphore's lock key): it
+        // is None here then too (a permit's release asserts so).
         if self.db.waiters.is_empty() || self.db.lock.is_some() {
             return false;
         }
@@ -776,14 +777,14 @@ impl Script<'_> {
 
     /// release.lua, by let_go (for a session, session_save.lua's 'unlock': the
     /// data goes with the lock to the next waiter). `permit`: a semaphore's
-    /// release, whose 'p' has let_go skip the lock key: right only while no
-    /// permit's token holds the lock, which every permit release the checker
-    /// reaches asserts (semaphores and locks never share keys in the code; in
-    /// the model they share one db).
+    /// release, whose 'p' has let_go and grant skip the lock key: right only
+    /// while nothing holds the lock of a semaphore, which every permit release
+    /// the checker reaches asserts (semaphores and locks never share keys in the
+    /// code; in the model they share one db, so a config mixing them fails here).
     pub fn release(&mut self, token: Token, session: bool, permit: bool) -> Reply {
         assert!(
-            !permit || !owns(self.db.lock, token),
-            "a permit's token holds the lock: its release ('p') would leave it held"
+            !permit || self.db.lock.is_none(),
+            "a permit's release ('p') with the lock set: release.lua would not see it"
         );
         if session {
             if !owns(self.db.lock, token) {
