@@ -180,30 +180,26 @@ function commands_usec(Redis $r, array $commands): int
     return $sum;
 }
 
-/** Our acquire function as the extension calls it for a lock ($k: the lock key), by raw phpredis. */
-function fcall_acquire(Redis $r, string $hash, string $k, string $token, int $waitMs): mixed
+/**
+ * Our acquire function as the extension calls it for a lock ($k: the lock key), by raw phpredis; with
+ * $permitsOf, for one permit of a semaphore of that many ($k: its base key, '...:semaphore').
+ */
+function fcall_acquire(Redis $r, string $hash, string $k, string $token, int $waitMs, ?int $permitsOf = null): mixed
 {
-    return $r->rawCommand('FCALL', "rl_acquire_$hash", 6, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:void:$token",
-        "$k:holders", $token, '30000', (string) $waitMs, 'w');
+    $keys = [$k, "$k:fence", "$k:waiters", "$k:terms", "$k:void:$token", "$k:holders"];
+    $args = [$token, '30000', (string) $waitMs];
+    if ($permitsOf === null) {
+        $args[] = 'w';
+    } else {
+        $keys[] = "$k:weights";
+        array_push($args, 'p', (string) $permitsOf, '1');
+    }
+    return $r->rawCommand('FCALL', "rl_acquire_$hash", count($keys), ...$keys, ...$args);
 }
 
-/** Our release function as the extension calls it for a lock, by raw phpredis. */
-function fcall_release(Redis $r, string $hash, string $k, string $token): mixed
+/** Our release function as the extension calls it for a lock or ($permit) a semaphore's permit. */
+function fcall_release(Redis $r, string $hash, string $k, string $token, bool $permit = false): mixed
 {
     return $r->rawCommand('FCALL', "rl_release_$hash", 6, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:holders",
-        "$k:weights", $token);
-}
-
-/** Our acquire function for one permit of a semaphore of $limit ($k: its base key, '...:semaphore'). */
-function fcall_permit_acquire(Redis $r, string $hash, string $k, string $token, int $limit): mixed
-{
-    return $r->rawCommand('FCALL', "rl_acquire_$hash", 7, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:void:$token",
-        "$k:holders", "$k:weights", $token, '30000', '0', 'p', (string) $limit, '1');
-}
-
-/** Our release function for a semaphore's permit, as the extension calls it ('p': no lock key to read). */
-function fcall_permit_release(Redis $r, string $hash, string $k, string $token): mixed
-{
-    return $r->rawCommand('FCALL', "rl_release_$hash", 6, $k, "$k:fence", "$k:waiters", "$k:terms", "$k:holders",
-        "$k:weights", $token, 'p');
+        "$k:weights", $token, ...($permit ? ['p'] : []));
 }

@@ -368,15 +368,16 @@ if (trim((string) shell_exec('command -v valgrind')) !== '') {
 say("5. contended lock (8 processes: lock, 1 ms work, unlock)\n");
 $s5 = [];
 $contend = function (string $lib, int $each) use ($php, $port, $raw): array {
+    $n = 8;
     if ($lib === 'ring') {
         // The last hold of a run hands the ring's token on to a process that has finished: cleared, or
         // the next run on this Redis would start with two tokens.
-        $raw->cmd('DEL', ...array_map(fn (int $i) => "bench:contend:ring:$i", range(0, 7)));
+        $raw->cmd('DEL', ...array_map(fn (int $i) => "bench:contend:ring:$i", range(0, $n - 1)));
     }
     $procs = $pipes = [];
     $errors = tempnam(sys_get_temp_dir(), 'bench-contend');
-    for ($i = 0; $i < 8; $i++) {
-        $procs[$i] = proc_open([...$php, __DIR__ . '/lock_contend.php', $lib, (string) $port, (string) $each, (string) $i, '8'],
+    for ($i = 0; $i < $n; $i++) {
+        $procs[$i] = proc_open([...$php, __DIR__ . '/lock_contend.php', $lib, (string) $port, (string) $each, (string) $i, (string) $n],
             [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $errors, 'a']], $pipes[$i]);
     }
     $t = microtime(true);

@@ -49,8 +49,8 @@ for ($i = 0; $i < 2 * $cycles; $i++) {
             2 => fcall_release($r, $h, $k, $a),
             3 => fcall_release($r, $h, $k, $b),
             // A semaphore of 3 permits, one held by another all along: the set is there to count.
-            4 => fcall_permit_acquire($r, $h, $sk, $a, 3),
-            5 => fcall_permit_release($r, $h, $sk, $a),
+            4 => fcall_acquire($r, $h, $sk, $a, 0, 3),
+            5 => fcall_release($r, $h, $sk, $a, true),
         };
         $took[$build][$step][] = commands_usec($r, ['fcall']) - $t;
         // The steps are only comparable if both builds did the same work: the queueing acquire is

@@ -60,6 +60,14 @@ final class World
         return $id;
     }
 
+    /** Records object $id's token, if it has one, as its to release (see $last). */
+    public function see(int $id): void
+    {
+        if (($t = $this->objects[$id]->getToken()) !== null) {
+            $this->last[$id] = $t;
+        }
+    }
+
     /** Live shared holds (token => ms left) of a holders key, per Redis's clock. */
     public function live(string $holders): array
     {
@@ -118,9 +126,7 @@ function check(World $w, int $seed): void
     }
     $known = $w->detached;
     foreach ($w->objects as $id => $o) {
-        if (($t = $o->getToken()) !== null) {
-            $w->last[$id] = $t;
-        }
+        $w->see($id);
         if (isset($w->last[$id])) {
             $known[$w->last[$id]] = true;
         }
@@ -203,9 +209,7 @@ for ($seq = 0; $seq < SEQUENCES; $seq++) {
                         $got = $o->acquireRead($wait);
                         // Known at once: a short auto-renewed lease its watchdog gives up on (a stalled
                         // machine) hides from getToken() by the time check() asks, yet is still its to release.
-                        if ($got && ($t = $o->getToken()) !== null) {
-                            $w->last[$id] = $t;
-                        }
+                        $w->see($id);
                         $stats['downgrades'] += $wasWriting && $got ? 1 : 0;
                         if ($got && $o->getFencingToken() !== null) {
                             bad($w, $seed, "#$id acquireRead() true, but it still has a fencing token");
@@ -215,9 +219,7 @@ for ($seq = 0; $seq < SEQUENCES; $seq++) {
                     $fenceBefore = $isLock ? $o->getFencingToken() : null;
                     $wasReading = $isLock && $before !== null && $fenceBefore === null;
                     $got = $o->acquire($wait);
-                    if ($got && ($t = $o->getToken()) !== null) {
-                        $w->last[$id] = $t;
-                    }
+                    $w->see($id);
                     $stats['upgrades'] += $wasReading && $got ? 1 : 0;
                     if ($got && $isLock) {
                         $f = $o->getFencingToken();

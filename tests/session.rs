@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::error::Error;
 use redis_lease::core::session::{Mode, OnLockTimeout, Saved, SessionConfig, SessionStore};
-use support::{await_until, exists, RedisServer};
+use support::{await_until, exists, server_ms, RedisServer};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -426,8 +426,7 @@ fn a_revocation_run_twice_revokes_only_once() {
     let (data, lock) = ("PHPREDIS_SESSION:rv", "{PHPREDIS_SESSION:rv}:lock");
     let (waiters, terms) = (format!("{lock}:waiters"), format!("{lock}:terms"));
     let marker = format!("{lock}:revoked:nonce");
-    let now: (u64, u64) = redis::cmd("TIME").query(&mut c).unwrap();
-    let now_ms = now.0 * 1000 + now.1 / 1000;
+    let now_ms = server_ms(&mut c);
     let _: () = redis::pipe()
         .cmd("SET")
         .arg(data)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
-use support::{await_until, RedisServer};
+use support::{await_until, server_ms, RedisServer};
 
 const MS: Duration = Duration::from_millis(1);
 const SEC: Duration = Duration::from_secs(1);
@@ -236,8 +236,7 @@ fn read_holds_are_renewed_and_refreshed_and_released_owner_checked() {
         .arg(r.token().unwrap().as_str())
         .query(&mut server.conn())
         .unwrap();
-    let now: (u64, u64) = redis::cmd("TIME").query(&mut server.conn()).unwrap();
-    let left = score - (now.0 * 1000 + now.1 / 1000) as f64;
+    let left = score - server_ms(&mut server.conn()) as f64;
     assert!(left > 29_000.0, "refresh set 30 s, {left} ms left");
     assert!(r.release().unwrap());
     assert!(!r.release().unwrap(), "released once");
@@ -469,8 +468,7 @@ fn check_weights(
         .arg(format!("{base}:weights"))
         .query(raw)
         .unwrap();
-    let time: (i64, i64) = redis::cmd("TIME").query(raw).unwrap();
-    let now = time.0 * 1000 + time.1 / 1000;
+    let now = server_ms(raw);
     let mut live = 0;
     for (token, end) in &holds {
         let end = *end as i64;

@@ -292,6 +292,12 @@ pub fn exists(conn: &mut redis::Connection, key: &str) -> bool {
     redis::cmd("EXISTS").arg(key).query::<i64>(conn).unwrap() == 1
 }
 
+/// The server's clock in ms (TIME), as the scripts read it for leases.
+pub fn server_ms(conn: &mut redis::Connection) -> i64 {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).unwrap();
+    secs * 1000 + micros / 1000
+}
+
 /// A redis-server in Sentinel mode watching `service` on `master_port`, with a
 /// private config file (sentinels rewrite theirs).
 pub struct Sentinel {
