@@ -17,7 +17,8 @@ const LIFETIME = 7; // minutes: a ttl (420 s) that is neither the default lifeti
 $env = fn (string $driver) => ['APP_BASE' => $base, 'APP_SESSION_DRIVER' => $driver, 'APP_LEASE_DSN' => $srv['dsn'],
     'APP_REDIS_PORT' => $srv['port'], 'APP_SESSION_LIFETIME' => LIFETIME];
 $dataKey = fn (string $sid) => "PHPREDIS_SESSION:$sid";
-$lockKeys = fn (string $sid) => $raw->cmd('KEYS', '{PHPREDIS_SESSION:' . $sid . '}*');
+// (Less the short-lived markers of writes of sessions a request did not hold.)
+$lockKeys = fn (string $sid) => rl_session_lock_keys($raw, $sid);
 
 // Every worker loads the application once (opcache) before anything is timed.
 $pool->client()->multi(array_map(fn ($i) => br_laravel_req($env('file'), '/info'), range(1, 32)), 30.0);

@@ -18,7 +18,8 @@ $pool = br_pool(['session.save_handler' => 'redis_lease', 'session.save_path' =>
 const N = 100;
 $env = fn (string $form) => ['APP_SESSION' => $form, 'APP_LEASE_DSN' => $srv['dsn'], 'APP_REDIS_PORT' => $srv['port'], 'APP_FILES' => $files];
 $dataKey = fn (string $sid) => "PHPREDIS_SESSION:$sid";
-$lockKeys = fn (string $sid) => $raw->cmd('KEYS', '{PHPREDIS_SESSION:' . $sid . '}*');
+// (Less the short-lived markers of writes of sessions a request did not hold.)
+$lockKeys = fn (string $sid) => rl_session_lock_keys($raw, $sid);
 
 $pool->client()->multi(array_map(fn ($i) => br_symfony_req($env('file'), '/read'), range(1, 32)), 30.0);
 

@@ -20,6 +20,20 @@ $calls = [
     'DistributedLock::isLocked' => fn() => DistributedLock::isLocked('k', 'redis://app:' . SECRET . '@127.0.0.1:1/?timeout=zz'),
     'DistributedLock::restore' => fn() => DistributedLock::restore('k', SECRET, 1.0, 'redis://127.0.0.1:1/?timeout=zz'),
     'RedisLockingSessionHandler::__construct' => fn() => new RedisLockingSessionHandler('tcp://127.0.0.1:1?auth=' . SECRET . '&timeout=zz'),
+    'RedisLease\\inspect' => fn() => RedisLease\inspect('k', 'lock', 'redis://app:' . SECRET . '@127.0.0.1:1/?timeout=zz'),
+    'RedisLease\\inspect (a session id)' => fn() => RedisLease\inspect(SECRET, 'session', 'redis://127.0.0.1:1/?timeout=zz'),
+    'RedisLease\\leases' => fn() => RedisLease\leases(null, 'redis://app:' . SECRET . '@127.0.0.1:1/?timeout=zz'),
+    // A framework turns the handler's warning into an exception: the session's
+    // id and data are in its trace.
+    'RedisLockingSessionHandler::write' => function () {
+        $h = new RedisLockingSessionHandler('tcp://127.0.0.1:1?timeout=0.2&read_timeout=0.2');
+        set_error_handler(fn(int $no, string $msg) => throw new ErrorException($msg, 0, $no));
+        try {
+            $h->write(SECRET, 'user|s:14:"' . SECRET . '";');
+        } finally {
+            restore_error_handler();
+        }
+    },
 ];
 foreach ($calls as $what => $call) {
     try {
@@ -35,23 +49,32 @@ foreach ($calls as $what => $call) {
 // token that releases a lock); found by name, so a new method cannot miss it.
 // open() takes the save path (it may carry a password) but ignores it, so it
 // never throws with it in a frame.
+// A session's id (as good as its cookie) and data, where the session handler or
+// inspect() takes them, too.
 $checked = [];
-foreach ((new ReflectionExtension('redis_lease'))->getClasses() as $class) {
-    foreach ($class->getMethods() as $method) {
-        foreach ($method->getParameters() as $p) {
-            if (!in_array($p->getName(), ['dsn', 'path', 'token'], true)) {
-                continue;
-            }
-            $checked["{$class->getName()}::{$method->getName()}(\${$p->getName()})"] = array_map(fn($a) => $a->getName(), $p->getAttributes());
+$check = function (string $where, ReflectionFunctionAbstract $f, array $names) use (&$checked) {
+    foreach ($f->getParameters() as $p) {
+        if (in_array($p->getName(), $names, true)) {
+            $checked["$where(\${$p->getName()})"] = array_map(fn($a) => $a->getName(), $p->getAttributes());
         }
     }
+};
+$ext = new ReflectionExtension('redis_lease');
+foreach ($ext->getClasses() as $class) {
+    $session = $class->getName() === 'RedisLockingSessionHandler';
+    foreach ($class->getMethods() as $method) {
+        $check("{$class->getName()}::{$method->getName()}", $method, $session ? ['dsn', 'path', 'token', 'id', 'data'] : ['dsn', 'path', 'token']);
+    }
+}
+foreach ($ext->getFunctions() as $function) {
+    $check($function->getName(), $function, $function->getName() === 'RedisLease\\inspect' ? ['dsn', 'key'] : ['dsn', 'path', 'token']);
 }
 ksort($checked);
 foreach ($checked as $what => $names) {
     rl_same("$what is #[\\SensitiveParameter]", ['SensitiveParameter'], $names);
 }
 $found = count($checked);
-rl_ok('parameters checked', $found >= 6, (string) $found);
+rl_ok('parameters checked', $found >= 20, (string) $found);
 
 // An unset template variable must not turn TLS verification off.
 foreach ([
@@ -95,6 +118,14 @@ ok: DistributedLock::restore: no password in the trace
 ok: DistributedLock::restore: no password in the message
 ok: RedisLockingSessionHandler::__construct: no password in the trace
 ok: RedisLockingSessionHandler::__construct: no password in the message
+ok: RedisLease\inspect: no password in the trace
+ok: RedisLease\inspect: no password in the message
+ok: RedisLease\inspect (a session id): no password in the trace
+ok: RedisLease\inspect (a session id): no password in the message
+ok: RedisLease\leases: no password in the trace
+ok: RedisLease\leases: no password in the message
+ok: RedisLockingSessionHandler::write: no password in the trace
+ok: RedisLockingSessionHandler::write: no password in the message
 ok: DistributedLock::__construct($dsn) is #[\SensitiveParameter]
 ok: DistributedLock::forceRelease($dsn) is #[\SensitiveParameter]
 ok: DistributedLock::isLocked($dsn) is #[\SensitiveParameter]
@@ -103,8 +134,18 @@ ok: DistributedLock::restore($token) is #[\SensitiveParameter]
 ok: DistributedSemaphore::__construct($dsn) is #[\SensitiveParameter]
 ok: DistributedSemaphore::restore($dsn) is #[\SensitiveParameter]
 ok: DistributedSemaphore::restore($token) is #[\SensitiveParameter]
+ok: RedisLease\inspect($dsn) is #[\SensitiveParameter]
+ok: RedisLease\inspect($key) is #[\SensitiveParameter]
+ok: RedisLease\leases($dsn) is #[\SensitiveParameter]
 ok: RedisLockingSessionHandler::__construct($dsn) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::destroy($id) is #[\SensitiveParameter]
 ok: RedisLockingSessionHandler::open($path) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::read($id) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::updateTimestamp($data) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::updateTimestamp($id) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::validateId($id) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::write($data) is #[\SensitiveParameter]
+ok: RedisLockingSessionHandler::write($id) is #[\SensitiveParameter]
 ok: parameters checked
 ok: rediss://127.0.0.1:1?verify_peer (lock): a ValueError naming 'verify_peer'
 ok: rediss://127.0.0.1:1?verify_peer (session): a ValueError naming 'verify_peer'

@@ -425,7 +425,7 @@ namespace {
          * @return string|false The session data ("" for a new session); false when the lock could not
          *         be had (lock wait ran out, max_waiters reached) or Redis failed, with a warning.
          */
-        public function read(string $id): string|false {}
+        public function read(#[\SensitiveParameter] string $id): string|false {}
 
         /**
          * Writes the data and unlocks, only if this request's lease still holds the lock.
@@ -438,14 +438,14 @@ namespace {
          * another request's write in between is never overwritten. A write refused that way returns
          * false without a warning (the session_write_conflicts counter shows them).
          */
-        public function write(string $id, string $data): bool {}
+        public function write(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool {}
 
         /**
          * Deletes the session's data and unlocks it. In a read-only request (on_lock_timeout =
          * readonly) or for a session this request does not hold, it also revokes the lease of the
          * request holding it, whose later write is then refused: a logout always takes effect.
          */
-        public function destroy(string $id): bool {}
+        public function destroy(#[\SensitiveParameter] string $id): bool {}
 
         /** Redis expires sessions by their ttl: always 0. */
         public function gc(int $max_lifetime): int {}
@@ -454,10 +454,10 @@ namespace {
         public function create_sid(): string {}
 
         /** Whether a session with this id exists (used by session.use_strict_mode). */
-        public function validateId(string $id): bool {}
+        public function validateId(#[\SensitiveParameter] string $id): bool {}
 
         /** lazy_write with unchanged data: renews the data's ttl and unlocks, owner-checked. */
-        public function updateTimestamp(string $id, string $data): bool {}
+        public function updateTimestamp(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool {}
 
         /**
          * Whether the session read last was opened read-only: its lock wait ran out with
@@ -543,7 +543,7 @@ namespace RedisLease {
      * @throws \ValueError for a bad key, kind or prefix
      * @throws ConnectionException when Redis fails, or the key is not a lease of that kind
      */
-    function inspect(string $key, string $kind = 'lock', ?string $dsn = null, ?string $prefix = null): array {}
+    function inspect(#[\SensitiveParameter] string $key, string $kind = 'lock', #[\SensitiveParameter] ?string $dsn = null, ?string $prefix = null): array {}
 
     /**
      * The live leases (held or waited for), the busiest first: most waiters, then the longest
@@ -560,5 +560,5 @@ namespace RedisLease {
      * @throws \ValueError for a bad limit or timeout
      * @throws ConnectionException when Redis fails everywhere
      */
-    function leases(?string $prefix = null, ?string $dsn = null, int $limit = 100, float $timeout = 2.0): array {}
+    function leases(?string $prefix = null, #[\SensitiveParameter] ?string $dsn = null, int $limit = 100, float $timeout = 2.0): array {}
 }

@@ -1017,3 +1017,65 @@ fn a_function_flushed_after_each_load_runs_once_as_a_script() {
         (1, names(&["FCALL", "FUNCTION", "FCALL"]))
     );
 }
+
+/// A grant its waiter never read (the waiter stalled past the lease it was
+/// handed, which ran out) is cleared when the waiter's next attempt queues it
+/// again: the BLPOP that follows must not take it for a grant beside the new
+/// holder. For a lock alone ('w') and a shared hold ('r'); the model checks
+/// both, and permits (fix (p)).
+#[test]
+fn a_grant_left_unread_is_cleared_when_its_waiter_queues_again() {
+    use redis::Value;
+    use redis_lease::core::scripts::ACQUIRE;
+    use redis_lease::core::token::Token;
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    for mode in ["w", "r"] {
+        let name = format!("unread-{mode}");
+        let l = lease(&server, &name);
+        let keys = l.keys.clone();
+        let waiter = Token::generate();
+        // The waiter's attempt, as the engine sends it (a 200 ms lease, 5 s wait).
+        let attempt = |raw: &mut redis::Connection| -> i64 {
+            let reply: Value = ACQUIRE
+                .key(keys.lock())
+                .key(keys.fence())
+                .key(keys.waiters())
+                .key(keys.terms())
+                .key(keys.void(&waiter))
+                .key(keys.holders())
+                .arg(waiter.as_str())
+                .arg(200)
+                .arg(5_000)
+                .arg(mode)
+                .invoke(raw)
+                .unwrap();
+            match reply {
+                Value::Array(pair) => redis::from_redis_value(pair[0].clone()).unwrap(),
+                other => panic!("{mode}: a pair: {other:?}"),
+            }
+        };
+        let unread = |raw: &mut redis::Connection| -> i64 {
+            redis::cmd("LLEN")
+                .arg(keys.wake(&waiter))
+                .query(raw)
+                .unwrap()
+        };
+        let first = l.acquire(SEC * 30, Duration::ZERO).unwrap().unwrap();
+        assert_eq!(attempt(&mut raw), 0, "{mode}: busy, queued");
+        assert!(l.release(&first, false).unwrap());
+        assert_eq!(unread(&mut raw), 1, "{mode}: handed to the waiter");
+        // The waiter stalls: its 200 ms lease runs out unread (a shared hold
+        // lingers in the set until a script drops it: the writer below does).
+        let until = support::server_ms(&mut raw) + 250;
+        await_until(SEC * 5, "the waiter's lease to run out", || {
+            support::server_ms(&mut raw) > until
+        });
+        let next = l.acquire(SEC * 30, Duration::ZERO).unwrap();
+        let next = next.unwrap_or_else(|| panic!("{mode}: free for another"));
+        // Its stalled attempt arrives: the lock is another's, it queues again.
+        assert_eq!(attempt(&mut raw), 0, "{mode}: busy again");
+        assert_eq!(unread(&mut raw), 0, "{mode}: the old grant is gone");
+        assert!(l.release(&next, false).unwrap());
+    }
+}

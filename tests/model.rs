@@ -82,12 +82,12 @@ fn as_implemented() -> Fixes {
             at_least: true,
             revoke_marker: RevokeMarker::Always,
             refusals_leave_queue: true,
-            upgrade_clears_wake: true,
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
             weights_counted: true,
             join_assigns_fence: true,
             release_trusts_empty_fence: true,
+            join_clears_wake: true,
         },
         check_reads_pttl: true,
         renewals_wait: true,
@@ -597,11 +597,12 @@ fn reverted_h_a_lapsed_upgrade_left_in_the_queue_is_handed_the_lock() {
 /// Fix (j) reverted, a bug this model found: a reader granted while it waited
 /// took its hold by another path (acquire.lua's fast path, once the grant's
 /// lease ran out), which left the grant's wake-up on its list; its upgrade then
-/// popped that wake-up as the lock alone, beside another reader.
+/// popped that wake-up as the lock alone, beside another reader. (j) cleared
+/// an upgrade's list; (p), which replaced it, clears any waiter's as it queues.
 #[test]
 fn reverted_j_a_stale_wake_up_popped_by_an_upgrade_gives_a_writer_beside_a_reader() {
     let mut config = read_write();
-    config.fixes.scripts.upgrade_clears_wake = false;
+    config.fixes.scripts.join_clears_wake = false;
     let checker = check("(j) upgrade keeps a stale wake-up", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
 }
@@ -794,4 +795,94 @@ fn reverted_g_a_restored_read_token_taken_for_the_lock_alone_gives_a_writer_besi
     config.fixes.restore_verifies = false;
     let checker = check("(g) restore without asking", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
+}
+
+/// Waiters that may stall past their lease: their wait (3) outlasts the ttl
+/// (1), so a grant one never read can end while it still waits and asks again.
+fn long_waits(clients: Vec<Program>) -> Config {
+    let mut config = locks(Failover::Planned);
+    config.clients = clients;
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.ttl = 1;
+    config.wait = 3;
+    config.horizon = 4;
+    config
+}
+
+fn long_wait_cases() -> [(&'static str, Vec<Program>, &'static str); 4] {
+    let lock = |acquires| Program::Lock {
+        acquires,
+        refreshes: 0,
+    };
+    [
+        (
+            "locks",
+            vec![lock(2), lock(1)],
+            "a waiter is handed the lock",
+        ),
+        (
+            "sessions",
+            vec![Program::Session { opens: 2 }, Program::Session { opens: 1 }],
+            "a session write acknowledged",
+        ),
+        (
+            "readers and a writer",
+            vec![reader(false, false), reader(false, false), writer(false)],
+            "readers share the lock",
+        ),
+        (
+            "permits",
+            vec![permits(2, 1), permits(1, 1)],
+            "a waiter is handed the lock",
+        ),
+    ]
+}
+
+#[test]
+fn a_waiter_that_outwaits_its_grant_holds_nothing() {
+    for (name, clients, reached) in long_wait_cases() {
+        let mut config = long_waits(clients);
+        config.fence_ops = name == "locks";
+        let checker = check(&format!("long waits, {name}"), config, None);
+        assert_holds(
+            &*checker,
+            &[
+                MUTEX,
+                FENCES,
+                EXPIRY,
+                PERMITS,
+                INTEREST,
+                HANDOFF,
+                WRITES_KEPT,
+            ],
+            &[reached],
+        );
+    }
+}
+
+/// Fix (p) reverted, found by review: a waiter's grant ends unread (it stalled
+/// past the ttl) and another client takes what it was granted; the waiter's
+/// next attempt queues it again, and its BLPOP pops the old grant: two holders
+/// (a lock, a writer beside readers, permits over the limit). A session's
+/// request would hold its lock beside another too, but no property here sees
+/// it: the stale holder's save is owner-checked and refused, so no acknowledged
+/// write is lost (tests/session.rs checks its wake-up is cleared).
+#[test]
+fn reverted_p_a_grant_left_unread_popped_later_gives_two_holders() {
+    for (name, clients, _) in long_wait_cases() {
+        if name == "sessions" {
+            continue;
+        }
+        let mut config = long_waits(clients);
+        config.fence_ops = name == "locks";
+        config.fixes.scripts.join_clears_wake = false;
+        let property = if name == "permits" { PERMITS } else { MUTEX };
+        let checker = check(
+            &format!("(p) a join keeps a stale wake-up, {name}"),
+            config,
+            Some(property),
+        );
+        assert_violated(&*checker, property);
+    }
 }

@@ -609,3 +609,86 @@ fn compressed_sessions_round_trip_and_undecodable_data_is_kept() {
         );
     }
 }
+
+/// A write of a session this request does not hold (session_put.lua), run again
+/// after its reply was lost, answers as its first run did and writes nothing: a
+/// logout that came in between (its data destroyed) stays done.
+#[test]
+fn a_put_run_again_never_undoes_what_came_in_between() {
+    use redis_lease::core::scripts::SESSION_PUT;
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let (data, lock) = ("PHPREDIS_SESSION:pt", "{PHPREDIS_SESSION:pt}:lock");
+    let waiters = format!("{lock}:waiters");
+    let put = |c: &mut redis::Connection, marker: &str| -> i64 {
+        SESSION_PUT
+            .key(data)
+            .key(lock)
+            .key(&waiters)
+            .key(marker)
+            .arg("user|i:1;")
+            .arg(600)
+            .arg("absent")
+            .arg("")
+            .arg(5000)
+            .invoke(c)
+            .unwrap()
+    };
+    let marker = format!("{lock}:put:first");
+    assert_eq!(put(&mut c, &marker), 1, "written");
+    assert_eq!(get(&server, data).as_deref(), Some("user|i:1;"));
+    // Another request logs out: it opens the session and destroys it.
+    let s = store(&server, SessionConfig::default());
+    let (mut session, seen) = s.open("pt").unwrap();
+    assert_eq!(seen.as_deref(), Some(&b"user|i:1;"[..]));
+    assert_eq!(s.destroy(&mut session).unwrap(), Saved::Yes);
+    assert_eq!(get(&server, data), None, "destroyed");
+    // The first write's reply was lost: it is sent again.
+    assert_eq!(put(&mut c, &marker), 1, "answered as the first run");
+    assert_eq!(get(&server, data), None, "the logout stays done");
+    // A new write (its own marker) is judged afresh.
+    assert_eq!(put(&mut c, &format!("{lock}:put:second")), 1);
+    assert_eq!(get(&server, data).as_deref(), Some("user|i:1;"));
+}
+
+/// A session waiter's grant it never read (its lease ran out while it stalled)
+/// is cleared when its next attempt queues it again: its BLPOP must not take it
+/// for the lock, and the data it carried for current (model fix (p)).
+#[test]
+fn a_session_grant_left_unread_is_cleared_when_its_waiter_queues_again() {
+    use redis::Value;
+    use redis_lease::core::scripts::SESSION_OPEN;
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let (data, lock) = ("PHPREDIS_SESSION:sw", "{PHPREDIS_SESSION:sw}:lock");
+    let wake = format!("{lock}:wake:waiter");
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg(lock)
+        .arg("other:0")
+        .arg("PX")
+        .arg(30_000)
+        // A grant of the waiter's, never read: '<fence>:d<data>'.
+        .cmd("RPUSH")
+        .arg(&wake)
+        .arg("0:dold|i:1;")
+        .query(&mut c)
+        .unwrap();
+    let reply: Value = SESSION_OPEN
+        .key(data)
+        .key(lock)
+        .key(&format!("{lock}:waiters"))
+        .key(&format!("{lock}:terms"))
+        .key(&format!("{lock}:void:waiter"))
+        .arg("waiter")
+        .arg(10_000)
+        .arg(5_000)
+        .arg(0)
+        .invoke(&mut c)
+        .unwrap();
+    match reply {
+        Value::Array(pair) => assert_eq!(pair[0], Value::Int(0), "busy, queued"),
+        other => panic!("a pair: {other:?}"),
+    }
+    assert!(!exists(&mut c, &wake), "the stale grant is gone");
+}

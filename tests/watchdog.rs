@@ -321,3 +321,95 @@ fn a_renewal_never_shortens_a_lease_the_holder_made_longer() {
     assert!(pttl(&server, "lock:{longer}") <= 5_000);
     assert!(l.release(&hold, false).unwrap());
 }
+
+/// Calls of FCALL, EVALSHA, EVAL and FUNCTION LOAD on `admin`'s server since its
+/// last CONFIG RESETSTAT.
+fn script_calls(admin: &mut redis::Connection) -> [u64; 4] {
+    [
+        "cmdstat_fcall:calls=",
+        "cmdstat_evalsha:calls=",
+        "cmdstat_eval:calls=",
+        "cmdstat_function|load:calls=",
+    ]
+    .map(|p| support::info_count(admin, p))
+}
+
+fn reset_stats(admin: &mut redis::Connection) {
+    redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query::<()>(admin)
+        .unwrap();
+}
+
+/// Renewals run as the library's function (which a failover or restart keeps,
+/// unlike the script cache); a flushed library is loaded again and the renewal
+/// sent again as a function; an FCALL the user may not run falls back to the
+/// script (EVAL, then EVALSHA for the link's life); `functions=0` renews by
+/// EVALSHA. The lease outlives its ttl through each.
+#[test]
+fn renewals_run_as_functions_and_fall_back_to_scripts() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    let ttl = MS * 300;
+    let mut holder = Lock::new(lease(&server, "", "forms"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    let held = |what: &str| assert!(pttl(&server, "lock:{forms}") > 0, "{what}: still held");
+
+    reset_stats(&mut admin);
+    await_until(ttl * 10, "three renewals", || {
+        script_calls(&mut admin)[0] >= 3
+    });
+    let [_, evalsha, eval, _] = script_calls(&mut admin);
+    assert_eq!((evalsha, eval), (0, 0), "renewed as a function only");
+    held("as functions");
+
+    // FUNCTION FLUSH (or a new empty master): loaded again, then sent again.
+    reset_stats(&mut admin);
+    redis::cmd("FUNCTION")
+        .arg("FLUSH")
+        .query::<()>(&mut admin)
+        .unwrap();
+    await_until(
+        ttl * 10,
+        "the library loaded again and two renewals",
+        || {
+            let [fcall, _, _, load] = script_calls(&mut admin);
+            load >= 1 && fcall >= 3
+        },
+    );
+    let [_, evalsha, eval, _] = script_calls(&mut admin);
+    assert_eq!((evalsha, eval), (0, 0), "no script after a flushed library");
+    held("after FUNCTION FLUSH");
+
+    // FCALL refused by the user's ACL: the script, from then on.
+    reset_stats(&mut admin);
+    redis::cmd("ACL")
+        .arg(&["SETUSER", "default", "-fcall"])
+        .query::<()>(&mut admin)
+        .unwrap();
+    await_until(ttl * 10, "renewals by EVALSHA", || {
+        script_calls(&mut admin)[1] >= 2
+    });
+    let [_, _, eval, _] = script_calls(&mut admin);
+    assert!(eval >= 1, "the first refused renewal went by EVAL: {eval}");
+    held("with FCALL refused");
+    redis::cmd("ACL")
+        .arg(&["SETUSER", "default", "+fcall"])
+        .query::<()>(&mut admin)
+        .unwrap();
+    assert!(holder.release().unwrap(), "held throughout");
+
+    // functions=0: EVALSHA only.
+    let other = RedisServer::start();
+    let mut admin = other.conn();
+    let mut holder = Lock::new(lease(&other, "?functions=0", "forms0"), ttl).with_auto_renew(true);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    reset_stats(&mut admin);
+    await_until(ttl * 10, "three renewals", || {
+        script_calls(&mut admin)[1] >= 3
+    });
+    let [fcall, _, _, load] = script_calls(&mut admin);
+    assert_eq!((fcall, load), (0, 0), "functions=0: no function");
+    assert!(pttl(&other, "lock:{forms0}") > 0, "functions=0: still held");
+    assert!(holder.release().unwrap(), "held throughout");
+}

@@ -31,6 +31,11 @@ use crate::core::error::{Error, Result};
 /// Redis hang every php-fpm worker, so there is none.
 pub const MAX_TIMEOUT_SECS: f64 = 3600.0;
 
+/// Redis's AUTH names a user only with a password; a user without one would
+/// silently connect as `default`.
+const EMPTY_PASSWORD: &str = "a user name is given without a password (AUTH needs both; \
+                              for a nopass user, give any)";
+
 /// The session key prefix of phpredis's `rediscluster` save handler, the default
 /// of a save_path in its `seed[]=` form.
 pub const PHPREDIS_CLUSTER_PREFIX: &str = "PHPREDIS_CLUSTER_SESSION:";
@@ -445,13 +450,13 @@ impl Parser<'_> {
         c: &mut Credentials,
         name: &str,
     ) -> Result<()> {
+        // Each part is non-empty (`given`).
         match parts.len() {
             0 => {}
-            1 => c.password = Some(parts.remove(0)).filter(|p| !p.is_empty()),
+            1 => c.password = Some(parts.remove(0)),
             2 => {
-                let pass = parts.remove(1);
-                c.username = Some(parts.remove(0)).filter(|u| !u.is_empty());
-                c.password = Some(pass).filter(|p| !p.is_empty());
+                c.password = parts.pop();
+                c.username = parts.pop();
             }
             _ => return Err(self.fail(&format!("{name} takes a user and a password, no more"))),
         }
@@ -473,6 +478,11 @@ impl Parser<'_> {
             && ep.sentinel_auth != Credentials::default()
         {
             return Err(self.fail("sentinel_auth is for redis-sentinel:// DSNs only"));
+        }
+        if ep.auth.username.is_some() && ep.auth.password.is_none()
+            || ep.sentinel_auth.username.is_some() && ep.sentinel_auth.password.is_none()
+        {
+            return Err(self.fail(EMPTY_PASSWORD));
         }
         if let Some(tls) = &ep.tls {
             if tls.cert.is_some() != tls.key.is_some() {
@@ -635,7 +645,9 @@ impl Parser<'_> {
             Some(p) if !p.is_empty() => {
                 c.password = Some(percent_decode(p).map_err(|e| self.fail(e))?);
             }
-            _ => {}
+            // Without a password Redis is never told the user: the link would
+            // silently run as the `default` user.
+            _ => return Err(self.fail(EMPTY_PASSWORD)),
         }
         Ok(c)
     }
@@ -650,6 +662,18 @@ impl Parser<'_> {
             }
             _ => Err(self.fail("the database is not a number from 0 to 2147483647")),
         }
+    }
+
+    /// A credential or a prefix, which must not be empty (`?auth=`: a template
+    /// variable left unset): never connect without the password, or as another
+    /// user, or store sessions under no prefix, because a value went missing.
+    fn given(&self, name: &str, v: String) -> Result<String> {
+        if v.is_empty() {
+            return Err(self.fail(&format!(
+                "'{name}' is given without a value (leave it out of the DSN if none is meant)"
+            )));
+        }
+        Ok(v)
     }
 
     /// A boolean option. An empty value (`?verify_peer`, `?verify_peer=`: a
@@ -683,11 +707,9 @@ impl Parser<'_> {
             let v = percent_decode(v).map_err(|e| self.fail(e))?;
             let path = |v: &str| Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty());
             match k.as_str() {
-                "auth" | "auth[pass]" => ep.auth.password = Some(v).filter(|p| !p.is_empty()),
-                "auth[]" => auth_parts.push(v),
-                "auth[user]" | "user" | "username" => {
-                    ep.auth.username = Some(v).filter(|u| !u.is_empty())
-                }
+                "auth" | "auth[pass]" => ep.auth.password = Some(self.given(&k, v)?),
+                "auth[]" => auth_parts.push(self.given(&k, v)?),
+                "auth[user]" | "user" | "username" => ep.auth.username = Some(self.given(&k, v)?),
                 "database" | "db" => ep.db = self.db_number(&v)?,
                 "timeout" | "connect_timeout" => {
                     if let Some(t) = self.timeout(&k, &v)? {
@@ -699,7 +721,9 @@ impl Parser<'_> {
                         ep.timeouts.read = t;
                     }
                 }
-                "prefix" => ep.prefix = Some(v),
+                // An empty prefix would put sessions among the application's own
+                // keys (a session id `config` reads and overwrites `config`).
+                "prefix" => ep.prefix = Some(self.given(&k, v)?),
                 "persistent" | "weight" | "retry_interval" => {
                     if !v.is_empty() && v.parse::<f64>().is_err() {
                         return Err(self.fail(&format!("'{k}' must be a number")));
@@ -741,8 +765,8 @@ impl Parser<'_> {
                          certificate names (or set stream[verify_peer_name]=0)",
                     ))
                 }
-                "sentinel_auth" => ep.sentinel_auth.password = Some(v).filter(|p| !p.is_empty()),
-                "sentinel_auth[]" => sentinel_parts.push(v),
+                "sentinel_auth" => ep.sentinel_auth.password = Some(self.given(&k, v)?),
+                "sentinel_auth[]" => sentinel_parts.push(self.given(&k, v)?),
                 "seed[]" if scheme == Scheme::ClusterSeeds => seeds.push(self.host_port(&v, 6379)?),
                 "failover" if matches!(scheme, Scheme::Cluster | Scheme::ClusterSeeds) => {
                     // Reading from replicas: redis_lease reads and writes the primaries only.
@@ -1086,6 +1110,22 @@ mod tests {
             "redis://h/-1",
             "redis://:@h",
             "redis://@h",
+            // An empty credential or prefix (an unset template variable) never
+            // connects as another user, without a password, or unprefixed.
+            "redis://app:@h",
+            "redis://app:pw@h?auth=",
+            "tcp://h?user=app&auth=",
+            "tcp://h?user=app",
+            "tcp://h?user=&auth=pw",
+            "tcp://h?auth=pw&username=",
+            "tcp://h?auth[user]=app&auth[pass]=",
+            "tcp://h?auth[]=app&auth[]=",
+            "tcp://h?auth[]=",
+            "tcp://h?auth",
+            "tcp://h?prefix=",
+            "tcp://h?prefix",
+            "redis-sentinel://s1:26379/m?sentinel_auth=",
+            "redis-sentinel://s1:26379/m?sentinel_auth[]=u&sentinel_auth[]=",
             "ftp://x",
             "unix://relative.sock",
             "redis://h?bogus=1",

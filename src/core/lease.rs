@@ -483,16 +483,20 @@ impl Lease {
         }
         let (n, acks) = self.call(|c| self.refresh_on(c, token, ttl))?;
         let acks = if n == 1 { acks } else { Some(0) };
-        self.claim_replicated(acks, token, generation, "The lock was handed over")
+        self.claim_replicated(acks, token, ttl, generation, "The lock was handed over")
     }
 
-    /// A claim's WAIT came back with `acks`: too few, and the lease is given back
-    /// (a failover could grant it again), unless the master was replaced meanwhile:
-    /// then the outcome is settled on the new master, as after a broken link.
+    /// A claim's WAIT came back with `acks`: too few, and the lease (of `ttl`) is
+    /// given back (a failover could grant it again), unless the master was
+    /// replaced meanwhile: then the outcome is settled on the new master, as after
+    /// a broken link. A give-back that fails is left to this process's next call
+    /// (see `pending`): the caller is told it has no lease, so nothing else would
+    /// free it before its ttl.
     pub(crate) fn claim_replicated(
         &self,
         acks: Option<i64>,
         token: &Token,
+        ttl: Duration,
         generation: u64,
         what: &str,
     ) -> std::result::Result<(), Failure> {
@@ -500,7 +504,9 @@ impl Lease {
             Ok(()) => Ok(()),
             Err(e) if self.switched_since(generation) => Err(Failure::Broken(e)),
             Err(e) => {
-                let _ = self.release_token(token);
+                if self.release_token(token).is_err() {
+                    self.defer(token.clone(), ttl);
+                }
                 Err(Failure::Reply(e))
             }
         }
@@ -1259,7 +1265,7 @@ impl Claim for LockClaim {
             let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
             Ok((reply, acks))
         })?;
-        lease.claim_replicated(acks, token, generation, "The lock was taken")?;
+        lease.claim_replicated(acks, token, self.ttl, generation, "The lock was taken")?;
         Ok(reply)
     }
 

@@ -438,7 +438,16 @@ impl Lock {
         if hold.lost() {
             return Ok(false);
         }
-        let ok = self.lease.refresh(&mut hold, ttl)?;
+        let ok = match self.lease.refresh(&mut hold, ttl) {
+            Ok(ok) => ok,
+            Err(e) => {
+                // Unanswered, it may still run: the bound it lowered on the copy
+                // (a shorter ttl) is ours to keep, or we would count on a lease
+                // longer than Redis may now have.
+                self.hold = Some(hold);
+                return Err(e);
+            }
+        };
         self.set_hold(ok.then_some(hold), 0);
         Ok(ok)
     }

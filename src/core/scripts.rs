@@ -44,6 +44,11 @@ impl Lua {
         &self.hash
     }
 
+    /// Its function's name in the library (FCALL).
+    pub fn function_name(&self) -> &str {
+        &self.function
+    }
+
     /// An invocation with its first key.
     pub fn key<'k>(&self, key: impl Into<KeyBytes<'k>>) -> Invocation<'_> {
         let mut inv = Invocation {
@@ -293,9 +298,51 @@ pub struct Functions {
 }
 
 impl Functions {
-    fn usable(&self) -> bool {
+    pub(crate) fn usable(&self) -> bool {
         !self.off && !self.refused
     }
+
+    /// The server or user turned FCALL down: scripts from now on.
+    pub(crate) fn refuse(&mut self) {
+        self.refused = true;
+    }
+}
+
+/// Why a reply of a pipelined script call says it did not run (so it may be
+/// sent again): the script or the function is missing, or FCALL is refused.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum NotRun {
+    NoScript,
+    NoFunction,
+    FcallRefused,
+}
+
+pub(crate) fn not_run(reply: &redis::Value) -> Option<NotRun> {
+    let redis::Value::ServerError(e) = reply else {
+        return None;
+    };
+    if e.code() == "NOSCRIPT" {
+        return Some(NotRun::NoScript);
+    }
+    let e = redis::RedisError::from(e.clone());
+    if not_found(&e) {
+        Some(NotRun::NoFunction)
+    } else if fcall_refused(&e) {
+        Some(NotRun::FcallRefused)
+    } else {
+        None
+    }
+}
+
+/// Loads the library on `con`'s server, for calls pipelined by hand (`call`
+/// does it itself). An error that is not the link's (I/O, timeout) and will
+/// not pass turns the link's functions off.
+pub(crate) fn load_library(con: &mut dyn Scripted) -> RedisResult<()> {
+    LIBRARY.load(con).inspect_err(|e| {
+        if !(e.is_io_error() || e.is_timeout()) {
+            con.functions().refused |= !passing(e);
+        }
+    })
 }
 
 /// A link that remembers whether it runs functions.

@@ -317,7 +317,7 @@ impl Claim for SessionClaim<'_> {
             let acks = lease.replicate_claim(c, &reply, token, ttl)?;
             Ok((reply, acks))
         })?;
-        lease.claim_replicated(acks, token, generation, "The session was locked")?;
+        lease.claim_replicated(acks, token, ttl, generation, "The session was locked")?;
         Ok(reply)
     }
 
@@ -739,13 +739,16 @@ impl SessionStore {
         let data = &*self.packed(data);
         let lease = self.lease(id);
         let secs = max_lifetime.as_secs().max(1);
-        // A retry after a lost reply is harmless: the same data again, still only
-        // while nobody holds the lock (see session_put.lua).
+        // A retry after a lost reply answers as the first run did, by its marker
+        // (see session_put.lua): it never writes over what came in between.
+        let nonce = Token::generate();
+        let keep = self.endpoint.timeouts.connect + self.endpoint.timeouts.read * 2;
         let (n, acks) = lease.call_idempotent(|c| {
             let n: i64 = scripts::SESSION_PUT
                 .key(lease.keys.data.as_deref().unwrap_or_default())
                 .key(lease.keys.lock())
                 .key(lease.keys.waiters())
+                .key(lease.keys.marker(b"put", &nonce))
                 .arg(data)
                 .arg(secs)
                 .arg(match expected {
@@ -757,6 +760,7 @@ impl SessionStore {
                     Expect::Data(d) => d,
                     _ => b"",
                 })
+                .arg(millis(keep + Duration::from_secs(1)))
                 .call(&mut *c.inner)?;
             let acks = lease.wait_replicas(c, n == 1)?;
             Ok((n, acks))

@@ -10,8 +10,9 @@
 //! fork).
 //!
 //! - Renewals: every `ttl / 3` each lease is extended to at least its ttl by the
-//!   owner-checked refresh script; the leases due on one endpoint go in one
-//!   pipeline. A renewal that finds the lease gone marks it lost. When Redis does
+//!   owner-checked refresh script (as a function where the link runs them, see
+//!   `scripts`); the leases due on one endpoint go in one pipeline. A renewal
+//!   that finds the lease gone marks it lost. When Redis does
 //!   not answer, renewal is tried again until the lease would end, and then it is
 //!   marked expired: from that moment nobody can say it is still ours. With
 //!   `wait_replicas`, a renewal counts only once that many replicas acknowledged
@@ -39,7 +40,7 @@ use crate::core::hold::{self, millis, Hold, Watch};
 use crate::core::metrics::{self, Counter};
 use crate::core::pid::PerProcess;
 use crate::core::pool;
-use crate::core::scripts;
+use crate::core::scripts::{self, NotRun};
 use crate::core::sentinel::{self, Event, Subscription};
 use crate::core::topology::{self, Link};
 
@@ -816,58 +817,85 @@ fn renew_on(
     let ttls: Vec<Duration> = group.iter().map(|r| r.ttl()).collect();
     let sent = Instant::now();
     metrics::incr(Counter::RenewalRoundTrips);
-    let replies = conn
-        .set_read_timeout(timeout)
-        .and_then(|_| conn.pipeline(commands(&group, &ttls, false)));
-    let Ok(replies) = replies else {
-        // The link may hold a late reply: never reuse it.
-        *link = None;
-        metrics::incr(Counter::ConnectionErrors);
-        group.iter().for_each(|r| r.unanswered());
-        return;
+    // As functions where the link runs them (the library survives a failover
+    // and a restart, the script cache does not), else by EVALSHA.
+    conn.functions.off = !ep.functions;
+    let mut form = if conn.functions.usable() {
+        Form::Function
+    } else {
+        Form::Sha
     };
-    let mut unknown = Vec::new();
+    let mut pending: Vec<usize> = (0..group.len()).collect();
     let mut renewed = Vec::new();
-    let mut moved = false;
-    for (i, reply) in replies.into_iter().enumerate() {
-        match reply {
-            Value::ServerError(e) if e.code() == "NOSCRIPT" => unknown.push(i),
-            reply => {
-                // A demoted or restarting master (a Sentinel failover): the next
-                // round asks the sentinels for the master again.
-                moved |= matches!(&reply, Value::ServerError(e)
-                    if matches!(e.code(), "READONLY" | "LOADING" | "MASTERDOWN"));
-                if settle(&group[i], &reply) {
-                    renewed.push(i);
-                }
-            }
-        }
-    }
-    let mut usable = !moved;
-    if !unknown.is_empty() {
-        // After a restart or SCRIPT FLUSH: EVAL once, which also loads it.
-        let again: Vec<Arc<Watch>> = unknown.iter().map(|&i| group[i].clone()).collect();
-        let again_ttls: Vec<Duration> = unknown.iter().map(|&i| ttls[i]).collect();
-        let replies = if usable {
-            conn.pipeline(commands(&again, &again_ttls, true)).ok()
+    let mut usable = true;
+    // Each round sends what the last one said did not run (each of those says
+    // so before running anything: sending it again is safe): after a missing
+    // library is loaded, as functions; else (a script missing, FCALL refused,
+    // a library flushed again or not loadable) by EVAL, which also loads it.
+    for round in 0..3 {
+        let batch: Vec<Arc<Watch>> = pending.iter().map(|&i| group[i].clone()).collect();
+        let batch_ttls: Vec<Duration> = pending.iter().map(|&i| ttls[i]).collect();
+        let sent_ok = if round == 0 {
+            conn.set_read_timeout(timeout)
+                .and_then(|_| conn.pipeline(commands(&batch, &batch_ttls, form)))
         } else {
-            None
+            conn.pipeline(commands(&batch, &batch_ttls, form))
         };
-        match replies {
-            Some(replies) => {
-                for (&i, reply) in unknown.iter().zip(&replies) {
+        let Ok(replies) = sent_ok else {
+            // The link may hold a late reply: never reuse it.
+            metrics::incr(Counter::ConnectionErrors);
+            usable = false;
+            pending.iter().for_each(|&i| group[i].unanswered());
+            break;
+        };
+        let mut not_run = Vec::new();
+        let mut no_function = false;
+        let mut moved = false;
+        for (&i, reply) in pending.iter().zip(&replies) {
+            match scripts::not_run(reply).filter(|_| form != Form::Eval) {
+                Some(why) => {
+                    match why {
+                        NotRun::FcallRefused => conn.functions.refuse(),
+                        NotRun::NoFunction => no_function = true,
+                        NotRun::NoScript => {}
+                    }
+                    not_run.push(i);
+                }
+                None => {
+                    // A demoted or restarting master (a Sentinel failover): the
+                    // next round asks the sentinels for the master again.
+                    moved |= matches!(reply, Value::ServerError(e)
+                        if matches!(e.code(), "READONLY" | "LOADING" | "MASTERDOWN"));
                     if settle(&group[i], reply) {
                         renewed.push(i);
                     }
                 }
             }
-            None if usable => {
-                metrics::incr(Counter::ConnectionErrors);
-                usable = false;
-                again.iter().for_each(|r| r.unanswered());
-            }
-            None => again.iter().for_each(|r| r.failed()),
         }
+        pending = not_run;
+        if moved {
+            usable = false;
+            pending.iter().for_each(|&i| group[i].failed());
+            pending.clear();
+        }
+        if pending.is_empty() {
+            break;
+        }
+        form = match form {
+            Form::Function if no_function && conn.functions.usable() => {
+                match scripts::load_library(conn) {
+                    Ok(()) => Form::Function,
+                    Err(e) if e.is_io_error() || e.is_timeout() => {
+                        metrics::incr(Counter::ConnectionErrors);
+                        usable = false;
+                        pending.iter().for_each(|&i| group[i].unanswered());
+                        break;
+                    }
+                    Err(_) => Form::Eval,
+                }
+            }
+            _ => Form::Eval,
+        };
     }
     // A switch while we waited: what the old master answered does not count.
     if link
@@ -976,26 +1004,35 @@ fn settle(r: &Watch, reply: &Value) -> bool {
     }
 }
 
-fn commands(group: &[Arc<Watch>], ttls: &[Duration], eval: bool) -> Vec<Cmd> {
+/// How renewals are sent: as the library's function, by the script's SHA-1, or
+/// with its source (EVAL, which also loads it).
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    Function,
+    Sha,
+    Eval,
+}
+
+fn commands(group: &[Arc<Watch>], ttls: &[Duration], form: Form) -> Vec<Cmd> {
+    let (command, target) = match form {
+        Form::Function => ("FCALL", scripts::REFRESH.function_name()),
+        Form::Sha => ("EVALSHA", scripts::REFRESH.get_hash()),
+        Form::Eval => ("EVAL", scripts::REFRESH.source.as_str()),
+    };
     group
         .iter()
         .zip(ttls)
         .map(|(r, ttl)| {
-            // EVAL (which also loads it) when Redis does not know the script.
-            let mut c = redis::cmd(if eval { "EVAL" } else { "EVALSHA" });
-            c.arg(if eval {
-                scripts::REFRESH.source.as_str()
-            } else {
-                scripts::REFRESH.get_hash()
-            })
-            .arg(3)
-            .arg(&r.key)
-            .arg(&r.holders)
-            .arg([&r.key[..], b":weights"].concat())
-            .arg(r.token.as_str())
-            .arg(millis(*ttl))
-            // Renewals only lengthen the lease (see `hold`).
-            .arg("at_least");
+            let mut c = redis::cmd(command);
+            c.arg(target)
+                .arg(3)
+                .arg(&r.key)
+                .arg(&r.holders)
+                .arg([&r.key[..], b":weights"].concat())
+                .arg(r.token.as_str())
+                .arg(millis(*ttl))
+                // Renewals only lengthen the lease (see `hold`).
+                .arg("at_least");
             c
         })
         .collect()

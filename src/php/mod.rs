@@ -109,23 +109,28 @@ const ATTRIBUTE_PERSISTENT: u32 = 1;
 fn mark_sensitive_parameters() {
     use ext_php_rs::class::RegisteredClass;
     use ext_php_rs::ffi::{zend_function, zend_hash_str_find_ptr_lc};
+    use ext_php_rs::types::ZendHashTable;
     use ext_php_rs::types::ZendStr;
     fn mark<C: RegisteredClass>(method: &std::ffi::CStr, offset: u32) {
         let meta = C::get_metadata();
-        if !meta.has_ce() {
-            return;
+        if meta.has_ce() {
+            mark_in(&meta.ce().function_table, method, offset);
         }
-        let ce = meta.ce();
-        // SAFETY: the class is registered; its function table holds internal
-        // functions that live as long as the process. The attribute's name is a
+    }
+    // A namespaced function, as the engine keys it (lower case).
+    fn mark_function(name: &std::ffi::CStr, offset: u32) {
+        if let Some(table) = ext_php_rs::zend::ExecutorGlobals::get().function_table() {
+            mark_in(table, name, offset);
+        }
+    }
+    fn mark_in(table: &ZendHashTable, name: &std::ffi::CStr, offset: u32) {
+        // SAFETY: the table is a class's or the engine's function table, whose
+        // internal functions live as long as the process (shared by every
+        // thread's copy of the table under ZTS). The attribute's name is a
         // persistent string, leaked on purpose (the engine keeps a reference).
         unsafe {
-            let f = zend_hash_str_find_ptr_lc(
-                &ce.function_table,
-                method.as_ptr(),
-                method.to_bytes().len(),
-            )
-            .cast::<zend_function>();
+            let f = zend_hash_str_find_ptr_lc(table, name.as_ptr(), name.to_bytes().len())
+                .cast::<zend_function>();
             if f.is_null() || offset >= (*f).common.num_args {
                 return;
             }
@@ -151,6 +156,24 @@ fn mark_sensitive_parameters() {
     mark::<lock::DistributedSemaphore>(c"restore", 4);
     mark::<session::RedisLockingSessionHandler>(c"__construct", 0);
     mark::<session::RedisLockingSessionHandler>(c"open", 0);
+    // A session's id is as good as its cookie, its data may hold anything: a
+    // framework that turns a warning into an exception (Laravel, Symfony) would
+    // put both in its error tracker's trace.
+    for (method, args) in [
+        (c"read", 1),
+        (c"write", 2),
+        (c"destroy", 1),
+        (c"validateid", 1),
+        (c"updatetimestamp", 2),
+    ] {
+        for offset in 0..args {
+            mark::<session::RedisLockingSessionHandler>(method, offset);
+        }
+    }
+    // inspect()'s key is a session's id for kind 'session'.
+    mark_function(c"redislease\\inspect", 0);
+    mark_function(c"redislease\\inspect", 2);
+    mark_function(c"redislease\\leases", 1);
 }
 
 /// Whether PHP is shutting the request down (EG_FLAGS_IN_SHUTDOWN): its shutdown

@@ -423,7 +423,14 @@ impl Handler {
             self.store.close(&mut s)?;
             return Ok(Put::Changed);
         }
-        Ok(match self.store.write(&mut s, data, ttl)? {
+        let saved = self.store.write(&mut s, data, ttl);
+        if saved.is_err() {
+            // An error reply leaves the lock ours (close() frees it on the
+            // handler's own session; this one is local, and dropping it would
+            // keep the lock until its ttl).
+            self.store.close_or_defer(&mut s, false);
+        }
+        Ok(match saved? {
             Saved::Yes => Put::Written,
             _ => Put::Changed,
         })

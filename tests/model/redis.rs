@@ -248,11 +248,6 @@ pub struct Scripts {
     /// of the queue. Off: they leave an earlier attempt's entry there, as
     /// before the fix (issue 27's second bug).
     pub refusals_leave_queue: bool,
-    /// (j) An upgrade's attempt that does not find the lock its own clears its
-    /// wake-up list: what is there is a reader's grant of the token's earlier
-    /// claim (taken by another path, the grant's wake-up left behind). Off: the
-    /// upgrade's BLPOP popped it as the lock alone (found by this model).
-    pub upgrade_clears_wake: bool,
     /// (k) resolve.lua voids a token it finds holding, as one that holds
     /// nothing. Off: only the latter, so an attempt of an adopted token that
     /// arrived late took the lease again once it was released, for nobody
@@ -274,6 +269,14 @@ pub struct Scripts {
     /// on the fast path with nobody queued, and nobody has queued since (n):
     /// its release deletes it without looking for waiters to hand it to.
     pub release_trusts_empty_fence: bool,
+    /// (p) acquire.lua and session_open.lua clear the token's wake-up list when
+    /// it joins the queue: nothing is granted to it then, so what is there is a
+    /// grant whose lease ran out unread (its waiter stalled past the ttl), or a
+    /// reader's grant of an upgrading token's earlier claim, taken by another
+    /// path. Off: the BLPOP that follows popped it as a grant, beside the lock's
+    /// holder. (It replaces (j), which cleared it for upgrades only, and was
+    /// found by this model.)
+    pub join_clears_wake: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -730,11 +733,6 @@ impl Script<'_> {
             }
         }
         if mode == Mode::U {
-            // Nothing granted this upgrade yet: a wake-up on its list is stale
-            // (fix (j)).
-            if self.scripts.upgrade_clears_wake {
-                self.unwake(token);
-            }
             // Two readers each waiting for the other to leave would wait for
             // ever: an upgrade is refused while another reader waits to upgrade.
             if let Some(first) = self.first_waiter(now) {
@@ -756,6 +754,9 @@ impl Script<'_> {
                 }
             }
             self.join_queue(token, ttl, wait, now, mode);
+            if self.scripts.join_clears_wake {
+                self.unwake(token);
+            }
         } else {
             self.leave_queue(token);
         }
@@ -942,6 +943,9 @@ impl Script<'_> {
         }
         if wait > 0 {
             self.join_queue(token, ttl, wait, now, Mode::W);
+            if self.scripts.join_clears_wake {
+                self.unwake(token);
+            }
         } else {
             self.leave_queue(token);
         }

@@ -28,6 +28,9 @@ use Illuminate\Contracts\Cache\LockTimeoutException;
  */
 class LeaseLock extends Lock
 {
+    /** Wrapped: dumps, traces and serialize() never show the password it may carry. */
+    private ?\SensitiveParameterValue $dsn;
+
     /** The DistributedLock holding the lock while a callback runs; null otherwise. */
     private ?DistributedLock $held = null;
 
@@ -41,11 +44,12 @@ class LeaseLock extends Lock
         $name,
         $seconds,
         #[\SensitiveParameter] $owner,
-        #[\SensitiveParameter] private ?string $dsn,
+        #[\SensitiveParameter] ?string $dsn,
         private float $unboundedTtl,
         private float $renewTtl,
     ) {
         parent::__construct($name, $seconds, $owner);
+        $this->dsn = $dsn === null ? null : new \SensitiveParameterValue($dsn);
         // Laravel makes up a random owner; ours is the DistributedLock token, known once acquired.
         $this->owner = $owner;
     }
@@ -120,7 +124,7 @@ class LeaseLock extends Lock
      */
     public function forceRelease()
     {
-        DistributedLock::forceRelease($this->name, $this->dsn);
+        DistributedLock::forceRelease($this->name, $this->dsn?->getValue());
     }
 
     /**
@@ -157,7 +161,7 @@ class LeaseLock extends Lock
      */
     public function isLocked(): bool
     {
-        return DistributedLock::isLocked($this->name, $this->dsn);
+        return DistributedLock::isLocked($this->name, $this->dsn?->getValue());
     }
 
     /**
@@ -171,7 +175,7 @@ class LeaseLock extends Lock
         if ($owner === $this->owner) {
             return $this->getCurrentOwner() === $owner;
         }
-        return self::holds(DistributedLock::restore($this->name, $owner, $this->lease(), $this->dsn));
+        return self::holds(DistributedLock::restore($this->name, $owner, $this->lease(), $this->dsn?->getValue()));
     }
 
     /**
@@ -205,7 +209,7 @@ class LeaseLock extends Lock
     /** Takes the lock within `$wait` seconds and lets it outlive this object (see acquire()). */
     private function take(float $wait): bool
     {
-        $lock = new DistributedLock($this->name, $this->lease(), $this->dsn);
+        $lock = new DistributedLock($this->name, $this->lease(), $this->dsn?->getValue());
         if (!$lock->acquire($wait)) {
             return false;
         }
@@ -217,8 +221,8 @@ class LeaseLock extends Lock
     private function heldLock(): DistributedLock
     {
         return $this->seconds > 0
-            ? new DistributedLock($this->name, (float) $this->seconds, $this->dsn)
-            : new DistributedLock($this->name, $this->renewTtl, $this->dsn, true);
+            ? new DistributedLock($this->name, (float) $this->seconds, $this->dsn?->getValue())
+            : new DistributedLock($this->name, $this->renewTtl, $this->dsn?->getValue(), true);
     }
 
     private function runHolding(DistributedLock $lock, callable $callback): mixed
@@ -238,7 +242,7 @@ class LeaseLock extends Lock
     /** The hold of this object's owner, as a DistributedLock that releases it when destroyed. */
     private function restore(): DistributedLock
     {
-        return DistributedLock::restore($this->name, $this->owner, $this->lease(), $this->dsn);
+        return DistributedLock::restore($this->name, $this->owner, $this->lease(), $this->dsn?->getValue());
     }
 
     /** The lease of a hold that outlives its object: `$seconds`, or `unbounded_ttl` for 0. */

@@ -20,6 +20,9 @@ use InvalidArgumentException;
  */
 class LeaseStore implements Store, LockProvider
 {
+    /** Wrapped: dumps, traces and serialize() never show the password it may carry. */
+    private ?\SensitiveParameterValue $dsn;
+
     /** @var Closure(): Store|null */
     private ?Closure $values;
 
@@ -34,12 +37,13 @@ class LeaseStore implements Store, LockProvider
      * @param (Closure(): Store)|null $values The store that keeps this store's values, made on first use.
      */
     public function __construct(
-        #[\SensitiveParameter] private ?string $dsn = null,
+        #[\SensitiveParameter] ?string $dsn = null,
         private string $prefix = '',
         private float $unboundedTtl = 86400.0,
         private float $renewTtl = 10.0,
         ?Closure $values = null,
     ) {
+        $this->dsn = $dsn === null ? null : new \SensitiveParameterValue($dsn);
         foreach (['unbounded_ttl' => $unboundedTtl, 'renew_ttl' => $renewTtl] as $name => $seconds) {
             if (!($seconds > 0)) {
                 throw new InvalidArgumentException("redis_lease cache store: '$name' must be a number of seconds > 0");
@@ -55,7 +59,7 @@ class LeaseStore implements Store, LockProvider
      */
     public function lock($name, $seconds = 0, #[\SensitiveParameter] $owner = null)
     {
-        return new LeaseLock($this->prefix . $name, $seconds, $owner, $this->dsn, $this->unboundedTtl, $this->renewTtl);
+        return new LeaseLock($this->prefix . $name, $seconds, $owner, $this->dsn?->getValue(), $this->unboundedTtl, $this->renewTtl);
     }
 
     /**
@@ -80,8 +84,8 @@ class LeaseStore implements Store, LockProvider
     public function semaphore(string $name, int $limit, $seconds = 60): DistributedSemaphore
     {
         return $seconds > 0
-            ? new DistributedSemaphore($this->prefix . $name, $limit, (float) $seconds, $this->dsn)
-            : new DistributedSemaphore($this->prefix . $name, $limit, $this->renewTtl, $this->dsn, true);
+            ? new DistributedSemaphore($this->prefix . $name, $limit, (float) $seconds, $this->dsn?->getValue())
+            : new DistributedSemaphore($this->prefix . $name, $limit, $this->renewTtl, $this->dsn?->getValue(), true);
     }
 
     /** Seconds a lock (or permit) asked for with no expiry lives when nothing renews it. */

@@ -26,11 +26,15 @@ use Symfony\Component\Semaphore\PersistingStoreInterface;
  */
 final class LeaseSemaphoreStore implements PersistingStoreInterface
 {
+    /** Wrapped: dumps, traces and serialize() never show the password it may carry. */
+    private ?\SensitiveParameterValue $dsn;
+
     /**
      * @param string|null $dsn Redis, as for DistributedSemaphore; null: the ini setting redis_lease.dsn.
      */
-    public function __construct(#[\SensitiveParameter] private ?string $dsn = null)
+    public function __construct(#[\SensitiveParameter] ?string $dsn = null)
     {
+        $this->dsn = $dsn === null ? null : new \SensitiveParameterValue($dsn);
     }
 
     /**
@@ -49,7 +53,7 @@ final class LeaseSemaphoreStore implements PersistingStoreInterface
         if ($this->extendOwn($key, $ttlInSecond)) {
             return;
         }
-        $permit = new DistributedSemaphore((string) $key, $key->getLimit(), $ttlInSecond, $this->dsn);
+        $permit = new DistributedSemaphore((string) $key, $key->getLimit(), $ttlInSecond, $this->dsn?->getValue());
         if (!$permit->acquire(0.0, $key->getWeight())) {
             throw new SemaphoreAcquiringException($key, sprintf('%d of its %d permits are not free', $key->getWeight(), $key->getLimit()));
         }
@@ -115,7 +119,7 @@ final class LeaseSemaphoreStore implements PersistingStoreInterface
         if (!$key->hasState(__CLASS__)) {
             return null;
         }
-        return DistributedSemaphore::restore((string) $key, $key->getLimit(), $key->getState(__CLASS__), $ttl, $this->dsn);
+        return DistributedSemaphore::restore((string) $key, $key->getLimit(), $key->getState(__CLASS__), $ttl, $this->dsn?->getValue());
     }
 
     private static function checkTtl(float $ttl): void

@@ -31,6 +31,9 @@ use Symfony\Component\Lock\Key;
  */
 final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStoreInterface
 {
+    /** Wrapped: dumps, traces and serialize() never show the password it may carry. */
+    private ?\SensitiveParameterValue $dsn;
+
     /** The longest wait DistributedLock::acquire() takes (30 days): blocking saves wait in such turns. */
     private const MAX_WAIT = 2592000.0;
 
@@ -39,8 +42,9 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
      * @param float $initialTtl Lease of a newly taken lock, until Symfony's Lock sets its own ttl
      *        (it calls putOffExpiration() right after), as RedisStore's $initialTtl.
      */
-    public function __construct(#[\SensitiveParameter] private ?string $dsn = null, private float $initialTtl = 300.0)
+    public function __construct(#[\SensitiveParameter] ?string $dsn = null, private float $initialTtl = 300.0)
     {
+        $this->dsn = $dsn === null ? null : new \SensitiveParameterValue($dsn);
         if (!($initialTtl > 0)) {
             throw new InvalidTtlException(sprintf('LeaseStore: the initial ttl must be a number of seconds > 0, got %s.', var_export($initialTtl, true)));
         }
@@ -93,7 +97,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
         if ($token === null) {
             return;
         }
-        DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn)->release();
+        DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn?->getValue())->release();
         $key->removeState(__CLASS__);
     }
 
@@ -104,7 +108,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
         if ($token === null) {
             return false;
         }
-        $lock = DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn);
+        $lock = DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn?->getValue());
         try {
             return $lock->isAcquired();
         } finally {
@@ -144,7 +148,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
     {
         $token = $this->token($key);
         if ($token === null) {
-            $lock = new DistributedLock((string) $key, $this->initialTtl, $this->dsn);
+            $lock = new DistributedLock((string) $key, $this->initialTtl, $this->dsn?->getValue());
             if (!($read ? $lock->acquireRead($wait) : $lock->acquire($wait))) {
                 return false;
             }
@@ -152,7 +156,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             return true;
         }
         // The conversion is the extension's, on the Key's own token: no release and retake in between.
-        $lock = DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn);
+        $lock = DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn?->getValue());
         try {
             return $read ? $lock->acquireRead($wait) : $lock->acquire($wait);
         } finally {
@@ -174,7 +178,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
         if ($token === null) {
             return false;
         }
-        $lock = DistributedLock::restore((string) $key, $token, $ttl, $this->dsn);
+        $lock = DistributedLock::restore((string) $key, $token, $ttl, $this->dsn?->getValue());
         try {
             return $lock->refresh($ttl);
         } finally {

@@ -124,11 +124,6 @@ if not value then
   end
 end
 if mode == 'u' then
-  -- Nothing granted this upgrade yet (the lock is not its token's), so what its
-  -- wake-up list holds is stale: a reader's grant of the token's earlier claim,
-  -- left there when that claim took its hold by another path. This upgrade's
-  -- BLPOP would take it for the lock.
-  unwake(lock, token)
   -- Two readers each waiting for the other to leave would wait for ever: an
   -- upgrade is refused while another reader waits to upgrade.
   local first, _, _, first_mode = first_waiter(waiters, terms, now)
@@ -144,6 +139,14 @@ if wait > 0 then
     redis.call('SET', lock, value .. next_fence(KEYS[2], math.max(redis.call('PTTL', lock), 0), now_us), 'KEEPTTL')
   end
   join_queue(waiters, terms, token, ttl, wait, now, mode, limit, weight)
+  -- The caller now sleeps in BLPOP on its wake-up list, and takes what it finds
+  -- there for a grant. Nothing is granted to this token now (else it would have
+  -- been told so above), so what is there is stale: a grant it never read, whose
+  -- lease has ended (it stalled past the ttl), or, for an upgrade, a reader's
+  -- grant of the token's earlier claim, left there when that claim took its hold
+  -- by another path. Cleared after the queue's writes: under maxmemory a
+  -- script's first write must be the one refused.
+  unwake(lock, token)
 else
   leave_queue(waiters, terms, token)
 end

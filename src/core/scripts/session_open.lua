@@ -54,6 +54,8 @@ if wait > 0 then
     return {-1, 0}
   end
   join_queue(waiters, terms, token, ttl, wait, now)
+  -- Stale, as in acquire.lua: the caller's BLPOP must not take it for a grant.
+  unwake(lock, token)
 else
   leave_queue(waiters, terms, token)
 end
