@@ -67,6 +67,15 @@ foreach (['fatal', 'timeout'] as $how) {
 
 // --- 3. A graceful restart: module startup runs again ---
 $classes = static fn() => $client->request($req(['op' => 'classes'])['params'])->json();
+// Every thread sees the marks: functions are copied into each thread's own
+// table when it starts (from the global one), classes are shared.
+$marksOf = static fn(array $j) => json_encode(array_intersect_key($j, array_flip(['lock_sensitive', 'handler_sensitive', 'write_sensitive', 'inspect_sensitive', 'leases_sensitive'])));
+$all = array_map(static fn($r) => $r->json() ?? [], $client->multi(array_fill(0, 40, $req(['op' => 'classes'])), 20.0));
+$threads = count(array_unique(array_map(static fn($j) => ($j['pid'] ?? 0) . '/' . ($j['tid'] ?? 0), $all)));
+rl_ok("more than one thread answered ($threads)", $threads > 1);
+rl_same('every thread marks the same parameters #[SensitiveParameter]',
+    [json_encode(['lock_sensitive' => ['dsn'], 'handler_sensitive' => ['dsn'], 'write_sensitive' => ['id', 'data'], 'inspect_sensitive' => ['key', 'dsn'], 'leases_sensitive' => ['dsn']])],
+    array_values(array_unique(array_map($marksOf, $all))));
 $first = $classes();
 rl_same('before: read() returns string|false', 'string|false', $first['read_returns'] ?? null);
 $pids = $pool->childPids();
@@ -123,6 +132,8 @@ ok: fatal: the session's data is either saved whole or not at all
 ok: timeout: the request ended in PHP's bailout (its error log says so)
 ok: timeout: its lock and its session lock are free right after
 ok: timeout: the session's data is either saved whole or not at all
+ok: more than one thread answered (%d)
+ok: every thread marks the same parameters #[SensitiveParameter]
 ok: before: read() returns string|false
 ok: after a graceful restart, new children serve
 ok: after: the classes are set up as before

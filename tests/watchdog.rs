@@ -413,3 +413,78 @@ fn renewals_run_as_functions_and_fall_back_to_scripts() {
     assert!(pttl(&other, "lock:{forms0}") > 0, "functions=0: still held");
     assert!(holder.release().unwrap(), "held throughout");
 }
+
+/// A stand-in for Redis on a free port that answers every FCALL "Function not
+/// found" (a library flushed again as soon as it is loaded, or a node the load
+/// never reached), FUNCTION LOAD with a library's name, EVAL with 1, EVALSHA
+/// NOSCRIPT and anything else +OK; it logs each command's name.
+fn always_unloaded_redis(log: Arc<std::sync::Mutex<Vec<String>>>) -> u16 {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                let mut parser = redis::Parser::new();
+                while let Ok(redis::Value::Array(args)) = parser.parse_value(&mut reader) {
+                    let name = match args.first() {
+                        Some(redis::Value::BulkString(b)) => {
+                            String::from_utf8_lossy(b).to_ascii_uppercase()
+                        }
+                        _ => String::new(),
+                    };
+                    let reply: &[u8] = match name.as_str() {
+                        "FCALL" => b"-ERR Function not found\r\n",
+                        "FUNCTION" => b"+redis_lease_x\r\n",
+                        "EVAL" => b":1\r\n",
+                        "EVALSHA" => b"-NOSCRIPT No matching script\r\n",
+                        _ => b"+OK\r\n",
+                    };
+                    log.lock().unwrap().push(name);
+                    if writer.write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A library loaded but missing again at once: the renewal loads it once, then
+/// goes by the script (EVAL), and the lease is renewed; it never loops on
+/// FUNCTION LOAD.
+#[test]
+fn a_library_missing_again_after_its_load_renews_by_the_script() {
+    let server = RedisServer::start();
+    let l = lease(&server, "", "unloaded");
+    let ttl = MS * 300;
+    let mut hold = l.acquire(ttl, Duration::ZERO).unwrap().unwrap();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let port = always_unloaded_redis(log.clone());
+    let ep = Endpoint::parse(&format!("redis://127.0.0.1:{port}"), Timeouts::default()).unwrap();
+    let fake = redis_lease::core::lease::Lease::new(Arc::new(ep), l.keys.clone());
+    fake.watch(&mut hold, Kind::Lock, true, 0);
+    await_until(ttl * 10, "three renewals by EVAL", || {
+        log.lock().unwrap().iter().filter(|c| *c == "EVAL").count() >= 3
+    });
+    assert!(hold.safe_until() > Instant::now(), "renewed (by EVAL)");
+    assert!(!hold.lost(), "never given up");
+    let calls: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| ["FCALL", "FUNCTION", "EVAL", "EVALSHA"].contains(&c.as_str()))
+        .cloned()
+        .collect();
+    // Each round: FCALL, FUNCTION (the load), FCALL, EVAL.
+    let rounds: Vec<&[String]> = calls.chunks(4).filter(|r| r.len() == 4).collect();
+    assert!(rounds.len() >= 3, "{calls:?}");
+    for r in rounds {
+        assert_eq!(r, ["FCALL", "FUNCTION", "FCALL", "EVAL"], "{calls:?}");
+    }
+    hold.stop_watch();
+}

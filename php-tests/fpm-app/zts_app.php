@@ -106,10 +106,23 @@ switch ($op) {
             }
             return $marked;
         };
+        // Functions are copied into each thread's table (classes are shared).
+        $sensitiveFn = static function (string $function): array {
+            $marked = [];
+            foreach ((new ReflectionFunction($function))->getParameters() as $p) {
+                if ($p->getAttributes(SensitiveParameter::class) !== []) {
+                    $marked[] = $p->getName();
+                }
+            }
+            return $marked;
+        };
         app_reply([
             'read_returns' => (string) (new ReflectionMethod(RedisLockingSessionHandler::class, 'read'))->getReturnType(),
             'lock_sensitive' => $sensitive(DistributedLock::class, '__construct'),
             'handler_sensitive' => $sensitive(RedisLockingSessionHandler::class, '__construct'),
+            'write_sensitive' => $sensitive(RedisLockingSessionHandler::class, 'write'),
+            'inspect_sensitive' => $sensitiveFn('RedisLease\\inspect'),
+            'leases_sensitive' => $sensitiveFn('RedisLease\\leases'),
             'save_handler' => ini_get('session.save_handler'),
         ]);
         break;

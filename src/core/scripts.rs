@@ -361,7 +361,8 @@ fn not_found(e: &redis::RedisError) -> bool {
 /// ran. A refusal of a command inside a function names that command instead.
 fn fcall_refused(e: &redis::RedisError) -> bool {
     let text = e.to_string().to_ascii_lowercase();
-    text.contains("'fcall'")
+    // Redis 7 quotes the command 'fcall', Redis 6 `fcall`.
+    (text.contains("'fcall'") || text.contains("`fcall`"))
         && (text.contains("unknown command") || text.contains("no permissions"))
 }
 

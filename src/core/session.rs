@@ -742,7 +742,6 @@ impl SessionStore {
         // A retry after a lost reply answers as the first run did, by its marker
         // (see session_put.lua): it never writes over what came in between.
         let nonce = Token::generate();
-        let keep = self.endpoint.timeouts.connect + self.endpoint.timeouts.read * 2;
         let (n, acks) = lease.call_idempotent(|c| {
             let n: i64 = scripts::SESSION_PUT
                 .key(lease.keys.data.as_deref().unwrap_or_default())
@@ -760,7 +759,7 @@ impl SessionStore {
                     Expect::Data(d) => d,
                     _ => b"",
                 })
-                .arg(millis(keep + Duration::from_secs(1)))
+                .arg(millis(self.marker_ttl()))
                 .call(&mut *c.inner)?;
             let acks = lease.wait_replicas(c, n == 1)?;
             Ok((n, acks))
@@ -771,6 +770,19 @@ impl SessionStore {
             0 => Put::Busy,
             _ => Put::Changed,
         })
+    }
+
+    /// How long the marker of a call that may be sent again (a write or a
+    /// revocation of a session the request does not hold) lasts: past the
+    /// retry of `call_idempotent`, which may come after a connect, a Sentinel's
+    /// answer, the first run's reply and its WAIT, then its own connect.
+    fn marker_ttl(&self) -> Duration {
+        let t = &self.endpoint.timeouts;
+        let wait = self
+            .endpoint
+            .wait
+            .map_or(Duration::ZERO, |w| w.timeout.unwrap_or(t.read));
+        (t.connect + t.read + wait) * 2 + Duration::from_secs(1)
     }
 
     /// Whether session `id` has data (for session.use_strict_mode).
@@ -796,7 +808,6 @@ impl SessionStore {
         // One marker per revocation, so that running it again (after a lost reply)
         // does not revoke the next holder as well.
         let nonce = Token::generate();
-        let keep = self.endpoint.timeouts.connect + self.endpoint.timeouts.read * 2;
         lease.call_idempotent(|c| {
             scripts::SESSION_REVOKE
                 .key(lease.keys.data.as_deref().unwrap_or_default())
@@ -804,7 +815,7 @@ impl SessionStore {
                 .key(lease.keys.waiters())
                 .key(lease.keys.terms())
                 .key(lease.keys.marker(b"revoked", &nonce))
-                .arg(millis(keep + Duration::from_secs(1)))
+                .arg(millis(self.marker_ttl()))
                 .call::<i64>(&mut *c.inner)
         })?;
         Ok(())

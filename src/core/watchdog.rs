@@ -845,7 +845,7 @@ fn renew_on(
             // The link may hold a late reply: never reuse it.
             metrics::incr(Counter::ConnectionErrors);
             usable = false;
-            pending.iter().for_each(|&i| group[i].unanswered());
+            pending.drain(..).for_each(|i| group[i].unanswered());
             break;
         };
         let mut not_run = Vec::new();
@@ -875,20 +875,22 @@ fn renew_on(
         pending = not_run;
         if moved {
             usable = false;
-            pending.iter().for_each(|&i| group[i].failed());
-            pending.clear();
+            pending.drain(..).for_each(|i| group[i].failed());
         }
         if pending.is_empty() {
             break;
         }
         form = match form {
-            Form::Function if no_function && conn.functions.usable() => {
+            // Loaded once: a library gone again by the next round (flushed in
+            // between, or a Cluster node the load never reached) is left for
+            // the script.
+            Form::Function if round == 0 && no_function && conn.functions.usable() => {
                 match scripts::load_library(conn) {
                     Ok(()) => Form::Function,
                     Err(e) if e.is_io_error() || e.is_timeout() => {
                         metrics::incr(Counter::ConnectionErrors);
                         usable = false;
-                        pending.iter().for_each(|&i| group[i].unanswered());
+                        pending.drain(..).for_each(|i| group[i].unanswered());
                         break;
                     }
                     Err(_) => Form::Eval,
@@ -897,6 +899,9 @@ fn renew_on(
             _ => Form::Eval,
         };
     }
+    // (An EVAL round takes every reply as it is: nothing is left. Were anything
+    // left, it would not have been renewed.)
+    pending.iter().for_each(|&i| group[i].failed());
     // A switch while we waited: what the old master answered does not count.
     if link
         .as_ref()

@@ -8,6 +8,7 @@ pub mod inspect;
 pub mod lock;
 pub mod session;
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ext_php_rs::boxed::ZBox;
@@ -28,6 +29,11 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 static SET_UP_DONE: AtomicU64 = AtomicU64::new(0);
 /// Taken by the request that sets them up (the others wait for it).
 static SET_UP: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// The module generation whose functions this thread's table has marked.
+    static FUNCTIONS_MARKED: Cell<u64> = const { Cell::new(0) };
+}
 
 /// MINIT. Runs in the php-fpm master before it forks: no sockets, no threads here.
 pub fn startup(_ty: i32, module_number: i32) -> i32 {
@@ -81,6 +87,13 @@ pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
                 SET_UP_DONE.store(generation, Ordering::Release);
             }
         }
+        // Functions, unlike classes, are copied into each thread's own table
+        // under ZTS (at the thread's start, from the unmarked global one): each
+        // thread marks its copy.
+        if FUNCTIONS_MARKED.with(Cell::get) != generation {
+            mark_sensitive_functions();
+            FUNCTIONS_MARKED.with(|m| m.set(generation));
+        }
         crate::core::request::begin();
         crate::core::pool::set_idle_timeout(ini::idle_timeout());
     });
@@ -108,42 +121,10 @@ const ATTRIBUTE_PERSISTENT: u32 = 1;
 /// trackers collect with their arguments, then show `SensitiveParameterValue`.
 fn mark_sensitive_parameters() {
     use ext_php_rs::class::RegisteredClass;
-    use ext_php_rs::ffi::{zend_function, zend_hash_str_find_ptr_lc};
-    use ext_php_rs::types::ZendHashTable;
-    use ext_php_rs::types::ZendStr;
     fn mark<C: RegisteredClass>(method: &std::ffi::CStr, offset: u32) {
         let meta = C::get_metadata();
         if meta.has_ce() {
             mark_in(&meta.ce().function_table, method, offset);
-        }
-    }
-    // A namespaced function, as the engine keys it (lower case).
-    fn mark_function(name: &std::ffi::CStr, offset: u32) {
-        if let Some(table) = ext_php_rs::zend::ExecutorGlobals::get().function_table() {
-            mark_in(table, name, offset);
-        }
-    }
-    fn mark_in(table: &ZendHashTable, name: &std::ffi::CStr, offset: u32) {
-        // SAFETY: the table is a class's or the engine's function table, whose
-        // internal functions live as long as the process (shared by every
-        // thread's copy of the table under ZTS). The attribute's name is a
-        // persistent string, leaked on purpose (the engine keeps a reference).
-        unsafe {
-            let f = zend_hash_str_find_ptr_lc(table, name.as_ptr(), name.to_bytes().len())
-                .cast::<zend_function>();
-            if f.is_null() || offset >= (*f).common.num_args {
-                return;
-            }
-            let name = ZendStr::new("SensitiveParameter", true).into_raw();
-            // Offset 0 is the function itself; parameters count from 1.
-            zend_add_attribute(
-                &mut (*f).common.attributes,
-                name,
-                0,
-                ATTRIBUTE_PERSISTENT,
-                offset + 1,
-                0,
-            );
         }
     }
     mark::<lock::DistributedLock>(c"__construct", 2);
@@ -170,10 +151,49 @@ fn mark_sensitive_parameters() {
             mark::<session::RedisLockingSessionHandler>(method, offset);
         }
     }
+}
+
+/// Marks parameter `offset` (from 0) of function `name` (lower case) in `table`.
+fn mark_in(table: &ZendHashTable, name: &std::ffi::CStr, offset: u32) {
+    use ext_php_rs::ffi::{zend_function, zend_hash_str_find_ptr_lc};
+    use ext_php_rs::types::ZendStr;
+    // SAFETY: the table is a class's (its methods shared by every thread) or
+    // this thread's function table (its own copy under ZTS, freed with the
+    // thread, attributes and all); its internal functions outlive the request.
+    // The attribute's name is a persistent string, leaked on purpose (the
+    // engine keeps a reference).
+    unsafe {
+        let f = zend_hash_str_find_ptr_lc(table, name.as_ptr(), name.to_bytes().len())
+            .cast::<zend_function>();
+        if f.is_null() || offset >= (*f).common.num_args {
+            return;
+        }
+        let name = ZendStr::new("SensitiveParameter", true).into_raw();
+        // Offset 0 is the function itself; parameters count from 1.
+        zend_add_attribute(
+            &mut (*f).common.attributes,
+            name,
+            0,
+            ATTRIBUTE_PERSISTENT,
+            offset + 1,
+            0,
+        );
+    }
+}
+
+/// `mark_sensitive_parameters` for the extension's functions, in this thread's
+/// function table.
+fn mark_sensitive_functions() {
+    // A namespaced function, as the engine keys it (lower case).
+    fn mark(name: &std::ffi::CStr, offset: u32) {
+        if let Some(table) = ext_php_rs::zend::ExecutorGlobals::get().function_table() {
+            mark_in(table, name, offset);
+        }
+    }
     // inspect()'s key is a session's id for kind 'session'.
-    mark_function(c"redislease\\inspect", 0);
-    mark_function(c"redislease\\inspect", 2);
-    mark_function(c"redislease\\leases", 1);
+    mark(c"redislease\\inspect", 0);
+    mark(c"redislease\\inspect", 2);
+    mark(c"redislease\\leases", 1);
 }
 
 /// Whether PHP is shutting the request down (EG_FLAGS_IN_SHUTDOWN): its shutdown
