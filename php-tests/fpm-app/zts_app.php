@@ -100,8 +100,10 @@ switch ($op) {
         $sensitive = static function (string $class, string $method): array {
             $marked = [];
             foreach ((new ReflectionMethod($class, $method))->getParameters() as $p) {
-                if ($p->getAttributes(SensitiveParameter::class) !== []) {
-                    $marked[] = $p->getName();
+                // Each marked once (the attribute is not repeatable).
+                $n = count($p->getAttributes(SensitiveParameter::class));
+                if ($n > 0) {
+                    $marked[] = $n === 1 ? $p->getName() : $p->getName() . " x$n";
                 }
             }
             return $marked;
@@ -110,8 +112,10 @@ switch ($op) {
         $sensitiveFn = static function (string $function): array {
             $marked = [];
             foreach ((new ReflectionFunction($function))->getParameters() as $p) {
-                if ($p->getAttributes(SensitiveParameter::class) !== []) {
-                    $marked[] = $p->getName();
+                // Each marked once (the attribute is not repeatable).
+                $n = count($p->getAttributes(SensitiveParameter::class));
+                if ($n > 0) {
+                    $marked[] = $n === 1 ? $p->getName() : $p->getName() . " x$n";
                 }
             }
             return $marked;

@@ -90,7 +90,11 @@ pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
         // Functions, unlike classes, are copied into each thread's own table
         // under ZTS (at the thread's start, from the unmarked global one): each
         // thread marks its copy.
+        // PHP 8.3 and later share them again (one struct for every thread):
+        // marking skips a parameter marked already, under the lock, so the
+        // first thread marks it and the others find it done.
         if FUNCTIONS_MARKED.with(Cell::get) != generation {
+            let _setting_up = SET_UP.lock();
             mark_sensitive_functions();
             FUNCTIONS_MARKED.with(|m| m.set(generation));
         }
@@ -101,6 +105,14 @@ pub extern "C" fn request_startup(_ty: i32, _module_number: i32) -> i32 {
 }
 
 extern "C" {
+    // The attribute of `attributes` named `name` (lower case) on parameter
+    // `offset` (from 0), or null (PHP 8.0+).
+    fn zend_get_parameter_attribute_str(
+        attributes: *mut ext_php_rs::ffi::HashTable,
+        name: *const std::ffi::c_char,
+        len: usize,
+        offset: u32,
+    ) -> *mut std::ffi::c_void;
     // zend_add_parameter_attribute() is an inline wrapper of this (PHP 8.0+).
     fn zend_add_attribute(
         attributes: *mut *mut ext_php_rs::ffi::HashTable,
@@ -111,6 +123,9 @@ extern "C" {
         lineno: u32,
     ) -> *mut std::ffi::c_void;
 }
+
+/// The attribute's name as the engine looks it up (lower case).
+const SENSITIVE: &std::ffi::CStr = c"sensitiveparameter";
 
 /// ZEND_ATTRIBUTE_PERSISTENT: an internal function's attributes live in
 /// persistent memory.
@@ -166,6 +181,20 @@ fn mark_in(table: &ZendHashTable, name: &std::ffi::CStr, offset: u32) {
         let f = zend_hash_str_find_ptr_lc(table, name.as_ptr(), name.to_bytes().len())
             .cast::<zend_function>();
         if f.is_null() || offset >= (*f).common.num_args {
+            return;
+        }
+        // Marked already (a function struct shared by threads, PHP 8.3+ ZTS):
+        // SensitiveParameter is not repeatable.
+        let attributes = (*f).common.attributes;
+        if !attributes.is_null()
+            && !zend_get_parameter_attribute_str(
+                attributes,
+                SENSITIVE.as_ptr(),
+                SENSITIVE.to_bytes().len(),
+                offset,
+            )
+            .is_null()
+        {
             return;
         }
         let name = ZendStr::new("SensitiveParameter", true).into_raw();
