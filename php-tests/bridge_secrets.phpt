@@ -1,5 +1,5 @@
 --TEST--
-Bridge, secrets: the DSN a bridge store or lock was given (it may carry the Redis password) shows in none of print_r(), var_dump(), var_export(), debug_zval_dump() or serialize() of the object (Flare and Horizon keep dumps and queued payloads); the stores and locks still use it
+Bridge, secrets: the DSN a bridge store or lock was given (it may carry the Redis password) shows in none of print_r(), var_dump(), var_export(), debug_zval_dump() or serialize() of the object (Flare and Horizon keep dumps and queued payloads); the stores and locks still use it; every bridge method's DSN, session id or data parameter is #[\SensitiveParameter] (traces)
 --SKIPIF--
 <?php require __DIR__ . '/bridge-app/skipif.inc'; ?>
 --FILE--
@@ -56,6 +56,29 @@ rl_ok('Symfony: and released', $l->isAcquired() === false);
 $sem = (new Symfony\Component\Semaphore\SemaphoreFactory($objects['Symfony LeaseSemaphoreStore']))->createSemaphore('secrets', 2);
 rl_ok('Symfony: a permit taken through the semaphore store', $sem->acquire() === true);
 $sem->release();
+
+// Every bridge method's DSN, session id, session data, password or token is
+// #[\SensitiveParameter]: a trace (Laravel turns a handler's warning into an
+// ErrorException) shows its frames' arguments.
+$unmarked = [];
+$checked = 0;
+// Read from the source: some classes extend a newer Laravel's than Debian 12's.
+$files = new RecursiveIteratorIterator(new RecursiveDirectoryIterator(BR_BRIDGE . '/src', FilesystemIterator::SKIP_DOTS));
+foreach ($files as $file) {
+    preg_match_all('/function\s+(\w+)\s*\((.*?)\)\s*[:{;]/s', file_get_contents($file->getPathname()), $fns, PREG_SET_ORDER);
+    foreach ($fns as [, $fn, $params]) {
+        foreach (explode(',', $params) as $param) {
+            if (preg_match('/\$(dsn|id|sessionId|data|password|auth|token)\b/i', $param, $m)) {
+                $checked++;
+                if (!str_contains($param, 'SensitiveParameter')) {
+                    $unmarked[] = $file->getFilename() . ": $fn(\${$m[1]})";
+                }
+            }
+        }
+    }
+}
+rl_ok('the bridge\'s secret-bearing parameters were found', $checked >= 6, (string) $checked);
+rl_same('... and every one is #[\SensitiveParameter]', [], $unmarked);
 echo "done\n";
 ?>
 --EXPECT--
@@ -84,4 +107,6 @@ ok: Laravel: and released
 ok: Symfony: a lock taken through the store
 ok: Symfony: and released
 ok: Symfony: a permit taken through the semaphore store
+ok: the bridge's secret-bearing parameters were found
+ok: ... and every one is #[\SensitiveParameter]
 done

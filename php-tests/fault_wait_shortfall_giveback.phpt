@@ -1,5 +1,5 @@
 --TEST--
-Fault: an acquire whose WAIT falls short (wait_replicas=1, no replica) gives the lock back; when that give-back fails too (Redis unreachable right then), the caller is told it has no lock and the token is not forgotten: the process's next call to that Redis frees it (before the fix, it stayed locked for its whole ttl)
+Fault: an acquire whose WAIT falls short (wait_replicas=1, no replica) gives the lock back; when that give-back fails too (Redis unreachable right then), the caller is told it has no lock and the token is not forgotten: the process's next call to that Redis frees it (before the fix, it stayed locked for its whole ttl). A reader's upgrade that falls short the same way: its token, whose give-back may still run, is never counted on again; the next acquire() takes a fresh one, which the process's leftovers do not free (before the fix the object asked about the old token, kept it, and the process's next claim freed the lock behind it: two holders)
 --CONFLICTS--
 all
 --FILE--
@@ -35,6 +35,45 @@ $r = fault_outcome(fn() => $other->acquire());
 rl_same('the next acquire() (still short of replicas) throws ConnectionException', RedisLease\ConnectionException::class, $r['exception']);
 rl_same('... and the first lock was freed before it', 0, $raw->cmd('EXISTS', $rk));
 rl_same('... as was its own', 0, $raw->cmd('EXISTS', rl_lock_key(rl_key('shortfall-other'))));
+
+// --- A reader's upgrade whose WAIT falls short, its give-back unanswered ---
+// The object keeps the token (its kind unknown until asked); asking takes the
+// token back from what the process left to free, so the process's next claim
+// there does not free the lock behind the object that kept it (before the fix it
+// did: two holders).
+$srv2 = rl_start_redis();
+$raw2 = new RlRaw($srv2['port']);
+$replica = rl_start_redis(['--replicaof', '127.0.0.1', (string) $srv2['port']]);
+$rraw = new RlRaw($replica['port']);
+rl_ok('upgrade: the replica is linked', rl_wait_until(
+    static fn() => str_contains((string) $rraw->cmd('INFO', 'replication'), 'master_link_status:up'), 10.0));
+$proxy2 = FaultProxy::start($srv2['port']);
+$dsn2 = $proxy2->dsn('connect_timeout=0.5&read_timeout=0.5&wait_replicas=1&wait_timeout=100');
+$k = rl_key('upgrade-shortfall');
+$rk = rl_lock_key($k);
+$l = new DistributedLock($k, 30.0, $dsn2);
+rl_same('upgrade: a read hold, the replica acknowledging it', true, $l->acquireRead());
+$token = $l->getToken();
+rl_kill_pid($replica['pid'], 'STOP');
+$proxy2->arm('hold', [$rk, rl_script_marker('release.lua')], 'down');
+$r = fault_outcome(fn() => $l->acquire());
+rl_same('upgrade: acquire() with the replica stopped throws ConnectionException', RedisLease\ConnectionException::class, $r['exception']);
+rl_ok('... the give-back was sent and held by the proxy', $proxy2->awaitEvent('hold', 5.0) !== null);
+rl_ok('... so the token holds the lock alone', str_starts_with((string) $raw2->cmd('GET', $rk), "$token:"));
+rl_kill_pid($replica['pid'], 'CONT');
+$proxy2->disarm();
+$proxy2->up();
+rl_ok('the replica acknowledges again', rl_wait_until(static fn() => $raw2->cmd('WAIT', 1, 100) >= 1, 10.0));
+rl_same('upgrade: acquire() again holds the lock', true, $l->acquire());
+$now = (string) $l->getToken();
+rl_ok('... by a fresh token (the given-back one is never counted on again: its give-back may still run)', $now !== '' && $now !== $token);
+rl_ok('... which Redis has', str_starts_with((string) $raw2->cmd('GET', $rk), "$now:"), (string) $raw2->cmd('GET', $rk));
+$other = new DistributedLock(rl_key('upgrade-other'), 30.0, $dsn2);
+rl_same('another claim on that Redis', true, $other->acquire());
+rl_ok('... and the lock is still the object\'s (not freed behind it)', str_starts_with((string) $raw2->cmd('GET', $rk), "$now:"),
+    (string) $raw2->cmd('GET', $rk));
+rl_same('... which releases it', true, $l->release());
+$other->release();
 echo "done\n";
 ?>
 --EXPECT--
@@ -46,4 +85,16 @@ ok: the token still holds the lock in Redis (the give-back never arrived)
 ok: the next acquire() (still short of replicas) throws ConnectionException
 ok: ... and the first lock was freed before it
 ok: ... as was its own
+ok: upgrade: the replica is linked
+ok: upgrade: a read hold, the replica acknowledging it
+ok: upgrade: acquire() with the replica stopped throws ConnectionException
+ok: ... the give-back was sent and held by the proxy
+ok: ... so the token holds the lock alone
+ok: the replica acknowledges again
+ok: upgrade: acquire() again holds the lock
+ok: ... by a fresh token (the given-back one is never counted on again: its give-back may still run)
+ok: ... which Redis has
+ok: another claim on that Redis
+ok: ... and the lock is still the object's (not freed behind it)
+ok: ... which releases it
 done

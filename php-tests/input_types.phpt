@@ -184,7 +184,7 @@ $check('option name that is not UTF-8 ("\xff\xfe")', ["bad\xff\xfe" => 1], 'bad'
 foreach ([
     ['locking', 'maybe'], ['locking', 2], ['locking', -1],
     ['on_lock_timeout', 'ignore'], ['on_lock_timeout', ''], ['on_lock_timeout', 1],
-    ['prefix', 'a{b'], ['prefix', "a\nb"], ['prefix', str_repeat('p', 257)], ['prefix', "p\0"],
+    ['prefix', 'a{b'], ['prefix', "a\nb"], ['prefix', str_repeat('p', 257)], ['prefix', "p\0"], ['prefix', ''],
 ] as [$name, $value]) {
     $check("option $name = " . rl_fmt($value), [$name => $value], $name, false);
 }
@@ -194,6 +194,14 @@ foreach (['lock_ttl', 'lock_wait', 'max_waiters', 'locking', 'on_lock_timeout', 
     }
 }
 none_failed('options: every unknown name or bad value is an error naming the option', $optFails);
+
+// An empty prefix from php.ini is refused as the option is: a session's key
+// would be its bare id, and any key of the application's a session to a cookie.
+ini_set('redis_lease.session.prefix', '');
+$e = rl_throws('ini redis_lease.session.prefix empty: the handler is a ValueError', ValueError::class,
+    fn() => new RedisLockingSessionHandler($dsn));
+rl_ok('... naming the setting', $e !== null && str_contains($e->getMessage(), 'redis_lease.session.prefix'), $e?->getMessage() ?? '');
+ini_restore('redis_lease.session.prefix');
 
 // A prefix that is not UTF-8 is either accepted (Redis keys are bytes) or refused naming 'prefix'.
 try {
@@ -234,6 +242,8 @@ ok: RedisLockingSessionHandler: every wrong type is a TypeError
 ok: RedisLockingSessionHandler: $options that is not an array is a TypeError
 ok: no session key was made by the refused calls
 ok: options: every unknown name or bad value is an error naming the option
+ok: ini redis_lease.session.prefix empty: the handler is a ValueError
+ok: ... naming the setting
 ok: option prefix = "sess\xff:": accepted, or an error naming 'prefix'
 ok: the handler reads after the bad calls
 ok: ... and writes

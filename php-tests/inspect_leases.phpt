@@ -147,6 +147,28 @@ $out = shell_exec("$cli --dsn=redis://:wr0ng-pass@127.0.0.1:{$srv['port']} show 
 rl_ok('redis-lease: a failure is said, without the password', str_contains((string) $out, 'exit 1') && !str_contains((string) $out, 'wr0ng-pass'), (string) $out);
 $out = shell_exec("$cli top --bogus 2>&1; echo \"exit \$?\"");
 rl_ok('redis-lease: a bad option is a usage error', str_contains((string) $out, 'unknown option --bogus') && str_contains((string) $out, 'exit 2'), (string) $out);
+/** The CLI's output for $args, $stdin on its standard input (bytes as they are: escapeshellarg() drops what the locale cannot read). */
+$cliIn = static function (string $args, string $stdin) use ($cli): string {
+    $p = proc_open("$cli $args 2>&1", [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+    fwrite($pipes[0], $stdin);
+    fclose($pipes[0]);
+    $out = (string) stream_get_contents($pipes[1]);
+    fclose($pipes[1]);
+    proc_close($p);
+    return $out;
+};
+$json = json_decode($cliIn('--json --dsn=' . escapeshellarg($dsn) . ' show - --kind=session', "$sid\n"), true);
+rl_same('redis-lease show - reads the key from stdin (a session id stays out of ps)', ['session', 1], [$json['kind'] ?? null, $json['waiters_total'] ?? null]);
+// A lock name is binary: what the CLI prints of it runs no escape sequence.
+$evil = rl_key("esc\e]0;owned\x07\x9b2J\xff");
+$held = new DistributedLock($evil, 30.0, $dsn);
+rl_ok('a lock named with control bytes is held', $held->acquire());
+$top = (string) shell_exec("$cli --dsn=" . escapeshellarg($dsn) . ' top --count=1 --limit=100 2>&1');
+$show = $cliIn('--dsn=' . escapeshellarg($dsn) . ' show -', "$evil\n");
+rl_ok('redis-lease show - finds its holder', str_contains($show, 'holders (1)'), $show);
+rl_ok('redis-lease top and show list it, its control bytes as \\xNN', str_contains($top, 'esc\\x1b]0;owned\\x07') && str_contains($show, 'esc\\x1b]0;owned\\x07'), $top . $show);
+rl_ok('... and print UTF-8 with no escape, bell or C1 character', preg_match('//u', $top . $show) && !preg_match('/[\x{0}-\x{9}\x{b}-\x{1f}\x{7f}-\x{9f}]/u', $top . $show), bin2hex($top . $show));
+$held->release();
 
 // --- bad input ---
 rl_throws('a bad kind', ValueError::class, fn() => RedisLease\inspect('x', 'queue', $dsn));
@@ -244,6 +266,11 @@ ok: redis-lease show: no whole token, session id or password in it
 ok: redis-lease show --json: the session
 ok: redis-lease: a failure is said, without the password
 ok: redis-lease: a bad option is a usage error
+ok: redis-lease show - reads the key from stdin (a session id stays out of ps)
+ok: a lock named with control bytes is held
+ok: redis-lease show - finds its holder
+ok: redis-lease top and show list it, its control bytes as \xNN
+ok: ... and print UTF-8 with no escape, bell or C1 character
 ok: a bad kind
 ok: a bad lock name
 ok: a bad session id

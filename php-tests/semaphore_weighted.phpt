@@ -49,6 +49,37 @@ rl_same('... and released as one', true, $r->release());
 rl_same('all 5 are free again', true, ($f = $sem())->acquire(0.0, 5));
 $f->release();
 
+// A restored weighted hold's object learns its weight from Redis: acquire()
+// with another weight is refused, and with its own renews it (before, the
+// object took any weight at its word: acquire(0, 5) renewed a hold of 3 and
+// said it held 5).
+$g = $sem();
+rl_same('G takes 3', true, $g->acquire(0.0, 3));
+$r = DistributedSemaphore::restore($k, 5, $g->detach(), 30.0, $dsn);
+$e = rl_throws('acquire(0, 5) on the restored hold of 3 is a ValueError', ValueError::class, fn() => $r->acquire(0.0, 5));
+rl_ok('... saying it holds 3', $e !== null && str_contains($e->getMessage(), 'holds 3 permits'), $e?->getMessage() ?? '');
+$e = rl_throws('synchronized(..., 1) in it too', ValueError::class, fn() => $r->synchronized(fn() => 1, 0.0, 1));
+rl_same('acquire(0, 3) renews it', true, $r->acquire(0.0, 3));
+rl_same('... still one hold of 3', [1, '3'], [$raw->cmd('ZCARD', "$base:holders"), $raw->cmd('HGET', "$base:weights", $r->getToken())]);
+rl_same('so 2 are free, not 3', [false, true], [($h = $sem())->acquire(0.0, 3), $h->acquire(0.0, 2)]);
+$h->release();
+// A restored hold that lapsed: acquire() takes what it asks for, afresh.
+$g = new DistributedSemaphore($k, 5, 0.2, $dsn);
+rl_same('G takes 1 for 0.2 s', true, $g->acquire(0.0, 1));
+$lapsed = $g->detach();
+$serverMs = static function () use ($raw): int {
+    [$s, $us] = $raw->cmd('TIME');
+    return (int) $s * 1000 + intdiv((int) $us, 1000);
+};
+rl_ok('... and its lease runs out', rl_wait_until(fn() => (int) $raw->cmd('ZSCORE', "$base:holders", $lapsed) < $serverMs(), 5.0));
+$r->release();
+$r = DistributedSemaphore::restore($k, 5, $lapsed, 30.0, $dsn);
+rl_same('acquire(0, 4) on the lapsed restored hold takes 4 afresh', true, $r->acquire(0.0, 4));
+rl_same('... weighing 4', '4', $raw->cmd('HGET', "$base:weights", $r->getToken()));
+rl_same('so 1 is free, not 2', [false, true], [($h = $sem())->acquire(0.0, 2), $h->acquire(0.0, 1)]);
+$h->release();
+$r->release();
+
 // FIFO with weights: A holds 3; B (a child) waits for 4; C (a child) then asks for 1.
 // One permit is free at once, but C must not overtake B.
 $a = $sem();
@@ -113,6 +144,18 @@ ok: synchronized(..., 2) nests in it
 ok: the restored weighted hold is held
 ok: ... and released as one
 ok: all 5 are free again
+ok: G takes 3
+ok: acquire(0, 5) on the restored hold of 3 is a ValueError
+ok: ... saying it holds 3
+ok: synchronized(..., 1) in it too
+ok: acquire(0, 3) renews it
+ok: ... still one hold of 3
+ok: so 2 are free, not 3
+ok: G takes 1 for 0.2 s
+ok: ... and its lease runs out
+ok: acquire(0, 4) on the lapsed restored hold takes 4 afresh
+ok: ... weighing 4
+ok: so 1 is free, not 2
 ok: A takes 3
 ok: B queues for 4
 ok: C queues for 1 behind B, although 2 are free

@@ -93,6 +93,7 @@ fn as_implemented() -> Fixes {
         renewals_wait: true,
         restore_verifies: true,
         failed_conversion_asks: true,
+        given_back_dropped: true,
     }
 }
 
@@ -525,6 +526,7 @@ fn reader(upgrade: bool, detach: bool) -> Program {
         acquires: 1,
         upgrade,
         detach,
+        retry: false,
     }
 }
 
@@ -532,6 +534,7 @@ fn writer(downgrade: bool) -> Program {
     Program::Writer {
         acquires: 1,
         downgrade,
+        retry: false,
     }
 }
 
@@ -650,6 +653,58 @@ fn reverted_i_a_failed_conversion_that_keeps_its_kind_gives_a_writer_beside_a_re
     let mut config = read_write_faults();
     config.fixes.failed_conversion_asks = false;
     let checker = check("(i) failed conversion keeps its kind", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
+/// A reader whose upgrade, and a writer whose downgrade, may throw (a WAIT
+/// shortfall gives the grant back, a reply goes missing) and who then call
+/// acquire() (acquireRead()) again on the same object, wait_replicas=1, a
+/// failover.
+fn retried_conversions(failover: Failover) -> Config {
+    let mut config = read_write_failover(failover);
+    config.clients = vec![
+        Program::Reader {
+            acquires: 1,
+            upgrade: true,
+            detach: false,
+            retry: true,
+        },
+        Program::Writer {
+            acquires: 1,
+            downgrade: false,
+            retry: false,
+        },
+    ];
+    config
+}
+
+#[test]
+fn retried_conversions_never_count_on_a_given_back_token() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let checker = check(
+            &format!("retried conversions, {failover:?}"),
+            retried_conversions(failover),
+            None,
+        );
+        assert_holds(
+            &*checker,
+            &RW_PROPERTIES,
+            &["a retried upgrade holds the lock alone"],
+        );
+    }
+}
+
+/// Fix (q) reverted, found by review: a reader's upgrade is granted, its WAIT
+/// falls short and the lock is given back, a give-back that runs by itself
+/// (sent, or due at the process's next call); the user calls acquire() again on
+/// the object, which asks Redis about the token, finds the lock still alone
+/// its own and keeps it; the give-back then frees it behind the reader, and
+/// the writer takes it.
+#[test]
+fn reverted_q_a_retried_acquire_keeps_a_given_back_token_beside_a_writer() {
+    let mut config = retried_conversions(Failover::Planned);
+    config.fixes.given_back_dropped = false;
+    let checker = check("(q) a given-back token kept", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
 }
 

@@ -244,6 +244,8 @@ pub struct Owned {
     pub shared: bool,
     /// A session's data, when resolving a session's lease.
     pub data: Option<Vec<u8>>,
+    /// How many permits a shared hold takes (inspect.lua; otherwise 1).
+    pub weight: u32,
 }
 
 /// How a call to Redis failed.
@@ -782,9 +784,12 @@ impl Lease {
             Err(e) if e.is_timeout() => Ok(None),
             Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
                 metrics::incr(Counter::ConnectionErrors);
+                // Not `{e}`: an unknown BLPOP echoes its key, which names the
+                // session and the waiter's token.
                 Err(Error::Reply(format!(
-                    "Redis at {} answered with an error: {e}",
-                    self.endpoint.location()
+                    "Redis at {} answered with an error: {}",
+                    self.endpoint.location(),
+                    server_error_text(&e)
                 )))
             }
             // A broken connection only costs a wake-up: the caller tries again at
@@ -1010,6 +1015,12 @@ impl Lease {
         pending::defer(Box::new(left), void_ttl(ttl));
     }
 
+    /// Whether `token` was left to be abandoned by this process (`defer`): a
+    /// give-back or release that was sent, or is due, which may still run.
+    pub(crate) fn left_to_settle(&self, token: &Token) -> bool {
+        pending::left_to_settle(&self.endpoint, token)
+    }
+
     /// Sets `hold` to end `ttl` from now. False when it was no longer ours.
     pub fn refresh(&self, hold: &mut Hold, ttl: Duration) -> Result<bool> {
         let sent = Instant::now();
@@ -1073,6 +1084,7 @@ impl Lease {
             scripts::INSPECT
                 .key(self.keys.lock())
                 .key(self.keys.holders())
+                .key(self.keys.weights())
                 .arg(token.as_str())
                 .call(&mut *c.inner)
         })?;
@@ -1099,11 +1111,12 @@ impl Lease {
         self.parse_owned(v)
     }
 
-    /// Reads the `{pttl, fence[, data]}`-or-nil reply of inspect.lua and resolve.lua.
+    /// Reads the `{pttl, fence[, data[, weight]]}`-or-nil reply of inspect.lua and
+    /// resolve.lua.
     fn parse_owned(&self, v: Value) -> Result<Option<Owned>> {
         let items = match v {
             Value::Nil => return Ok(None),
-            Value::Array(items) if (2..=3).contains(&items.len()) => items,
+            Value::Array(items) if (2..=4).contains(&items.len()) => items,
             other => return Err(self.unexpected(&format!("{other:?}"))),
         };
         let mut items = items.into_iter();
@@ -1117,11 +1130,15 @@ impl Lease {
             parse_fence(fence).ok_or_else(|| self.unexpected(&"bad fence"))?
         };
         let data = Option::<Vec<u8>>::from_redis_value(next()).map_err(|e| self.unexpected(&e))?;
+        let weight = Option::<u32>::from_redis_value(next())
+            .map_err(|e| self.unexpected(&e))?
+            .unwrap_or(1);
         Ok(Some(Owned {
             left: pttl_duration(pttl),
             fence,
             shared,
             data,
+            weight,
         }))
     }
 
@@ -1143,6 +1160,10 @@ struct Abandon {
 impl Leftover for Abandon {
     fn endpoint(&self) -> &Endpoint {
         &self.lease.endpoint
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
     }
 
     fn settle(&self) -> Result<()> {

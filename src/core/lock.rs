@@ -75,16 +75,18 @@ impl Lock {
         lock
     }
 
-    /// How many permits the semaphore's hold takes (its weight); `None`: a
-    /// restored hold's, which Redis has and this object does not know.
-    pub fn weight(&self) -> Option<u32> {
-        self.weight
+    /// How many permits the semaphore's hold takes (its weight), when it holds
+    /// one: a restored hold's is asked of Redis first.
+    pub fn held_weight(&mut self) -> Result<Option<u32>> {
+        self.verify()?;
+        Ok(self.hold().and(self.weight))
     }
 
     /// Takes `weight` permits of a semaphore at once, as one hold (see
     /// `acquire`). A hold it has already is extended, whatever its weight: the
-    /// caller checks the weight it asks for is the one held.
+    /// caller checks the weight it asks for is the one held (`held_weight`).
     pub fn acquire_permits(&mut self, wait: Duration, weight: u32) -> Result<bool> {
+        self.verify()?;
         if self.hold().is_none() {
             self.weight = Some(weight);
         }
@@ -112,7 +114,12 @@ impl Lock {
         self.unverified = true;
         self.weight = None;
         if self.auto_renew {
-            self.verify()?;
+            if let Err(e) = self.verify() {
+                // The caller gets no object: the hold stays its giver's (or the
+                // next restore's), not released as this one goes.
+                self.detach();
+                return Err(e);
+            }
         }
         Ok(self)
     }
@@ -132,6 +139,14 @@ impl Lock {
             self.unverified = false;
             return Ok(None);
         };
+        // A give-back of this token (a WAIT shortfall's) or a release (a dropped
+        // object's) that was sent may still run, or is due to at this process's
+        // next call: held now or not, it is never counted on again.
+        if self.lease.left_to_settle(&token) {
+            self.unverified = false;
+            self.set_hold(None, 0);
+            return Ok(None);
+        }
         let generation = sentinel::generation(&self.lease.endpoint);
         let asked = Instant::now();
         let found = self.lease.inspect(&token)?;
@@ -145,6 +160,9 @@ impl Lock {
             hold.shared = o.shared;
             hold
         });
+        if let (Some(_), Some(o)) = (self.permits, &found) {
+            self.weight = Some(o.weight);
+        }
         self.set_hold(hold, generation);
         self.pid = pid;
         Ok(found)
@@ -234,6 +252,15 @@ impl Lock {
     /// token is never used again (the late release could otherwise delete the
     /// lease we believe we hold).
     fn settle(&mut self, release: bool) -> Result<()> {
+        // As in `ask_restored`: a token left to be given back is that leftover's
+        // to settle, not ours to adopt.
+        if self
+            .unresolved
+            .as_ref()
+            .is_some_and(|t| self.lease.left_to_settle(t))
+        {
+            self.unresolved = None;
+        }
         if let Some(token) = self.unresolved.clone() {
             // The lease, if ours, was set before we asked: it ends no earlier than
             // `asked` plus what Redis says is left; renewals extend it to the ttl.
@@ -318,7 +345,7 @@ impl Lock {
     pub fn acquire_read(&mut self, wait: Duration) -> Result<bool> {
         self.verify()?;
         if self.hold().is_some_and(|h| !h.shared) {
-            return self.convert(Want::Downgrade, Duration::ZERO);
+            return self.convert(Want::Downgrade, wait);
         }
         if self.renew_held()? {
             return Ok(true);
@@ -360,7 +387,20 @@ impl Lock {
     fn convert(&mut self, want: Want, wait: Duration) -> Result<bool> {
         self.settle(true)?;
         let Some(token) = self.hold.as_ref().map(|h| h.token.clone()) else {
-            return self.take(want, wait);
+            // A release left open finished: nothing to convert, a fresh hold to
+            // take (an upgrade's `Want` asks for a hold its token already has).
+            let fresh = match want {
+                Want::Upgrade => Want::Alone,
+                Want::Downgrade => Want::Shared,
+                other => other,
+            };
+            return self.take(fresh, wait);
+        };
+        // A downgrade never waits: nobody else can hold what we hold alone.
+        let wait = if want == Want::Downgrade {
+            Duration::ZERO
+        } else {
+            wait
         };
         let generation = sentinel::generation(&self.lease.endpoint);
         match self.lease.acquire_as(self.ttl, wait, want, Some(token)) {

@@ -6,30 +6,39 @@
 //!
 //! Settling is the leftover's own business (for a lease: free it if the token
 //! holds it, and otherwise take the token out of the queue and void it). An
-//! entry is dropped once it can no longer matter, or when the list is full.
+//! entry is dropped once it can no longer matter, or when the list is full. A
+//! token listed here (its release sent, or due) is never counted on again: an
+//! object that kept it asks `left_to_settle` before it would adopt it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
+use crate::core::token::Token;
 
 /// More leftovers than this means Redis has been gone for a long time; the
 /// oldest are dropped (their leases end by themselves).
 const MAX_ENTRIES: usize = 1024;
 
 /// Something to settle with Redis at `endpoint()`, when it answers again.
-pub(crate) trait Leftover: Send {
+pub(crate) trait Leftover: Send + Sync {
     fn endpoint(&self) -> &Endpoint;
+    /// The token it settles.
+    fn token(&self) -> &Token;
     /// Settles it; an error reply is final, any other error means "try later".
     fn settle(&self) -> Result<()>;
 }
 
 struct Entry {
-    left: Box<dyn Leftover>,
+    left: Arc<dyn Leftover>,
     until: Instant,
+    /// Being settled by a thread right now: listed until it is done, so that
+    /// `left_to_settle` still sees it.
+    busy: bool,
 }
 
 /// The owning pid and its entries: a forked child does not settle its parent's.
@@ -56,10 +65,22 @@ pub(crate) fn defer(left: Box<dyn Leftover>, keep: Duration) {
             entries.remove(0);
         }
         entries.push(Entry {
-            left,
+            left: Arc::from(left),
             until: Instant::now() + keep,
+            busy: false,
         });
     });
+}
+
+/// Whether `token` at `ep` is left to be settled (or being settled): its release
+/// was sent, or is due, and it must never be counted on again.
+pub(crate) fn left_to_settle(ep: &Endpoint, token: &Token) -> bool {
+    ANY.load(Ordering::Acquire)
+        && with_entries(|entries| {
+            entries
+                .iter()
+                .any(|e| e.left.token() == token && *e.left.endpoint() == *ep)
+        })
 }
 
 /// Settles what is left for `ep`, before the caller's own command. When Redis
@@ -70,29 +91,107 @@ pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
         return Ok(());
     }
     let now = Instant::now();
-    let mine: Vec<Entry> = with_entries(|entries| {
-        entries.retain(|e| e.until > now);
-        let (mine, rest) = std::mem::take(entries)
-            .into_iter()
-            .partition(|e| *e.left.endpoint() == *ep);
-        *entries = rest;
-        mine
-    });
-    let mut mine = mine.into_iter();
-    while let Some(entry) = mine.next() {
-        match entry.left.settle() {
-            Ok(()) => {}
-            // An error reply will not go away by asking again: drop the entry.
-            Err(Error::Reply(_)) => {}
-            Err(e) => {
-                // Still unreachable: keep it and the rest for another time.
-                with_entries(|entries| {
-                    entries.push(entry);
-                    entries.extend(mine);
-                });
-                return Err(e);
+    loop {
+        let next = with_entries(|entries| {
+            entries.retain(|e| e.busy || e.until > now);
+            let e = entries
+                .iter_mut()
+                .find(|e| !e.busy && *e.left.endpoint() == *ep)?;
+            e.busy = true;
+            Some(Arc::clone(&e.left))
+        });
+        let Some(left) = next else {
+            return Ok(());
+        };
+        let outcome = left.settle();
+        // An error reply will not go away by asking again: the entry goes, as
+        // when settled. Still unreachable: it stays, with the rest, for another
+        // time.
+        let again = matches!(&outcome, Err(e) if !matches!(e, Error::Reply(_)));
+        with_entries(|entries| {
+            if again {
+                if let Some(e) = entries.iter_mut().find(|e| Arc::ptr_eq(&e.left, &left)) {
+                    e.busy = false;
+                }
+            } else {
+                entries.retain(|e| !Arc::ptr_eq(&e.left, &left));
             }
+        });
+        if again {
+            return outcome;
         }
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::dsn::Timeouts;
+    use std::sync::mpsc;
+
+    /// A leftover whose settling waits for the test's word.
+    struct Gated {
+        ep: Endpoint,
+        token: Token,
+        started: Mutex<mpsc::Sender<()>>,
+        go: Mutex<mpsc::Receiver<Result<()>>>,
+    }
+
+    impl Leftover for Gated {
+        fn endpoint(&self) -> &Endpoint {
+            &self.ep
+        }
+        fn token(&self) -> &Token {
+            &self.token
+        }
+        fn settle(&self) -> Result<()> {
+            self.started.lock().send(()).expect("test waits");
+            self.go.lock().recv().expect("test answers")
+        }
+    }
+
+    /// A token another thread is settling right now is still left to settle:
+    /// an object asking then must not adopt it (the release may still run).
+    #[test]
+    fn a_token_being_settled_is_still_left_to_settle() {
+        let ep = Endpoint::parse(
+            "redis://127.0.0.1:1/?prefix=pending-test",
+            Timeouts::default(),
+        )
+        .expect("dsn");
+        let token = Token::generate();
+        let (started_tx, started) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        defer(
+            Box::new(Gated {
+                ep: ep.clone(),
+                token: token.clone(),
+                started: Mutex::new(started_tx),
+                go: Mutex::new(go_rx),
+            }),
+            Duration::from_secs(60),
+        );
+        assert!(left_to_settle(&ep, &token));
+        let settler = {
+            let ep = ep.clone();
+            std::thread::spawn(move || settle(&ep))
+        };
+        started.recv().expect("settling began");
+        assert!(left_to_settle(&ep, &token), "listed while being settled");
+        // Another thread settling meanwhile does not run it twice.
+        assert!(settle(&ep).is_ok());
+        // Unreachable: it stays for another time.
+        go.send(Err(Error::Connection("down".into())))
+            .expect("settler");
+        assert!(settler.join().expect("settler").is_err());
+        assert!(left_to_settle(&ep, &token), "kept after a failed try");
+        let settler = {
+            let ep = ep.clone();
+            std::thread::spawn(move || settle(&ep))
+        };
+        started.recv().expect("settling began again");
+        go.send(Ok(())).expect("settler");
+        assert!(settler.join().expect("settler").is_ok());
+        assert!(!left_to_settle(&ep, &token), "gone once settled");
+    }
 }

@@ -273,14 +273,11 @@ impl<'a> Invocation<'a> {
                 }
                 other => return other,
             }
-            match LIBRARY.load(con) {
+            match load_library(con) {
                 Ok(()) => {}
                 // The link's state is unknown: the caller decides.
                 Err(e) if e.is_io_error() || e.is_timeout() => return Err(e),
-                Err(e) => {
-                    con.functions().refused |= !passing(&e);
-                    return self.by_script(con);
-                }
+                Err(_) => return self.by_script(con),
             }
         }
         // Flushed again between load and call: a script cannot be.
@@ -334,9 +331,9 @@ pub(crate) fn not_run(reply: &redis::Value) -> Option<NotRun> {
     }
 }
 
-/// Loads the library on `con`'s server, for calls pipelined by hand (`call`
-/// does it itself). An error that is not the link's (I/O, timeout) and will
-/// not pass turns the link's functions off.
+/// Loads the library on `con`'s server (`call`, and calls pipelined by hand).
+/// An error that is not the link's (I/O, timeout) and will not pass turns the
+/// link's functions off.
 pub(crate) fn load_library(con: &mut dyn Scripted) -> RedisResult<()> {
     LIBRARY.load(con).inspect_err(|e| {
         if !(e.is_io_error() || e.is_timeout()) {

@@ -170,11 +170,14 @@ impl SessionConfig {
                 self.compression = Codec::parse(algorithm, v)?;
             }
             "prefix" => {
-                if v.len() > 256
+                // Empty, a session's key is its bare id: any key of the
+                // application's is a session to a cookie naming it.
+                if v.is_empty()
+                    || v.len() > 256
                     || v.bytes()
                         .any(|b| b.is_ascii_control() || b == b'{' || b == b'}')
                 {
-                    return Err(bad("at most 256 printable characters without '{' or '}'"));
+                    return Err(bad("1 to 256 printable characters without '{' or '}'"));
                 }
                 self.prefix = v.to_string();
             }

@@ -184,9 +184,11 @@ enum Take {
 /// `synchronized()` of a lock or semaphore: takes `what` (waiting up to `wait`),
 /// runs `callback`, and always releases. Nested in a hold of this object, it
 /// checks (and extends) that hold and leaves the release to the outer holder.
+/// `key` is a copy: the callback may call `__construct()` on the object, which
+/// frees the object's own.
 fn synchronized(
     lock: &RefCell<Lock>,
-    key: &[u8],
+    key: Vec<u8>,
     method: &str,
     what: Take,
     callback: ZendCallable,
@@ -206,14 +208,14 @@ fn synchronized(
                 format!(
                     "{method}() inside a read hold of '{}' would need an upgrade: call acquire() \
                      first (it upgrades, with nobody let in between)",
-                    printable(key)
+                    printable(&key)
                 ),
                 0,
                 lease_exception(),
             ));
         }
         if !lock.borrow_mut().renew_held()? {
-            return Err(lost(key, &format!("before this nested {method}() call")));
+            return Err(lost(&key, &format!("before this nested {method}() call")));
         }
         return callback.try_call(vec![]).map_err(Into::into);
     }
@@ -231,7 +233,7 @@ fn synchronized(
                 } else {
                     "the lock"
                 },
-                printable(key),
+                printable(&key),
                 wait.as_secs_f64()
             ),
             0,
@@ -260,7 +262,7 @@ fn synchronized(
             Some(true) => return result.map_err(Into::into),
             Some(false) => {
                 return Err(lost(
-                    key,
+                    &key,
                     "before the callback (which detached it) finished",
                 ))
             }
@@ -274,7 +276,7 @@ fn synchronized(
         (Err(e), _) => Err(e.into()),
         (Ok(_), Err(e)) => Err(e.into()),
         (Ok(value), Ok(true)) if same_hold => Ok(value),
-        (Ok(_), Ok(_)) => Err(lost(key, "before the callback finished")),
+        (Ok(_), Ok(_)) => Err(lost(&key, "before the callback finished")),
     }
 }
 
@@ -393,14 +395,28 @@ impl DistributedLock {
     #[php(defaults(wait = 10.0))]
     pub fn synchronized(&self, callback: ZendCallable, wait: Float) -> PhpResult<Zval> {
         let method = "DistributedLock::synchronized";
-        synchronized(&self.lock, &self.key, method, Take::Alone, callback, wait)
+        synchronized(
+            &self.lock,
+            self.key.clone(),
+            method,
+            Take::Alone,
+            callback,
+            wait,
+        )
     }
 
     /// Runs `$callback` while holding the lock as a reader and returns its result.
     #[php(defaults(wait = 10.0))]
     pub fn synchronized_read(&self, callback: ZendCallable, wait: Float) -> PhpResult<Zval> {
         let method = "DistributedLock::synchronizedRead";
-        synchronized(&self.lock, &self.key, method, Take::Shared, callback, wait)
+        synchronized(
+            &self.lock,
+            self.key.clone(),
+            method,
+            Take::Shared,
+            callback,
+            wait,
+        )
     }
 
     /// Takes the lock as a reader, shared with other readers (a writer's hold
@@ -450,8 +466,7 @@ impl DistributedSemaphore {
             )));
         }
         let weight = permits as u32;
-        let lock = self.lock.borrow();
-        if let (Some(_), Some(held)) = (lock.hold(), lock.weight()) {
+        if let Some(held) = self.lock.borrow_mut().held_weight()? {
             if held != weight {
                 return Err(Error::invalid(format!(
                     "{name} is {weight}, but this object holds {held} permits: release() them first"
@@ -584,7 +599,7 @@ impl DistributedSemaphore {
         let weight = self.weight("synchronized", permits)?;
         synchronized(
             &self.lock,
-            &self.key,
+            self.key.clone(),
             method,
             Take::Permit(weight),
             callback,

@@ -25,10 +25,17 @@ pub enum Program {
         acquires: u8,
         upgrade: bool,
         detach: bool,
+        /// After an upgrade that threw, acquire() once more (`Op::Retry`).
+        retry: bool,
     },
     /// `acquire()`, hold, maybe a downgrade (`acquireRead()` on the write
     /// hold), release.
-    Writer { acquires: u8, downgrade: bool },
+    Writer {
+        acquires: u8,
+        downgrade: bool,
+        /// After a downgrade that threw, acquireRead() once more.
+        retry: bool,
+    },
     /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
     /// once (with a wait), hold, release.
     Permit { acquires: u8, limit: u8, weight: u8 },
@@ -329,10 +336,13 @@ pub enum Pc {
         then: Then,
     },
     /// `Lock::ask_restored` (inspect.lua), asked at `asked`, before a
-    /// restored hold's `synchronized()` relies on its kind.
+    /// restored hold's `synchronized()` relies on its kind (`then` `None`), or
+    /// before `Lock::acquire` (`acquire_read`) goes on with a hold whose kind a
+    /// failed conversion left unknown (`then`: what it asks for).
     Verifying {
         asked: Time,
         second: bool,
+        then: Option<Want>,
     },
     Fencing {
         second: bool,
@@ -383,6 +393,9 @@ pub struct Client {
     pub hold: Option<Hold>,
     /// `Lock::unresolved`: an acquire whose outcome Redis did not confirm.
     pub unresolved: Option<Token>,
+    /// The last token this process gave back (`Lease::release_token`): the
+    /// give-back may still run, or be due (`pending::left_to_settle`).
+    pub given_back: Option<Token>,
     /// Tokens generated so far (the next one's number).
     pub tokens: u8,
     /// User operations begun (acquires, opens, revocations).
@@ -402,6 +415,7 @@ impl Client {
             renewal: None,
             hold: None,
             unresolved: None,
+            given_back: None,
             tokens: 0,
             ops: 0,
             refreshes: 0,

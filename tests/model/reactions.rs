@@ -39,7 +39,10 @@ impl System {
             }
             (
                 Program::Reader {
-                    upgrade, detach, ..
+                    upgrade,
+                    detach,
+                    retry,
+                    ..
                 },
                 Pc::Held,
             ) => {
@@ -52,14 +55,27 @@ impl System {
                         ops.push(Op::Detach);
                     }
                 }
+                // The upgrade threw: acquire() once more, with the same object.
+                if retry && kind == Some(Kind::Unknown) && client.refreshes == client.ops {
+                    ops.push(Op::Retry(Want::Alone));
+                }
                 ops.push(Op::Release);
             }
             (Program::Writer { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
                 ops.push(Op::Acquire);
             }
-            (Program::Writer { downgrade, .. }, Pc::Held) => {
+            (
+                Program::Writer {
+                    downgrade, retry, ..
+                },
+                Pc::Held,
+            ) => {
                 if downgrade && kind == Some(Kind::Alone) && client.refreshes < client.ops {
                     ops.push(Op::Downgrade);
+                }
+                // The downgrade threw: acquireRead() once more.
+                if retry && kind == Some(Kind::Unknown) && client.refreshes == client.ops {
+                    ops.push(Op::Retry(Want::Shared));
                 }
                 let unfenced = client.hold.is_some_and(|h| h.fence == 0);
                 if counting && cfg.fence_ops && kind == Some(Kind::Alone) && unfenced {
@@ -121,6 +137,10 @@ impl System {
                 s.client_mut(c).refreshes += 1;
                 self.convert(s, c, Want::Upgrade, cfg.wait);
             }
+            Op::Retry(want) => {
+                s.client_mut(c).refreshes += 1;
+                self.lock_acquire(s, c, want);
+            }
             Op::Downgrade => {
                 s.client_mut(c).refreshes += 1;
                 self.convert(s, c, Want::Downgrade, 0);
@@ -173,6 +193,7 @@ impl System {
                     client.pc = Pc::Verifying {
                         asked: now,
                         second: false,
+                        then: None,
                     };
                     self.send(s, c, Link::Request, Req::Inspect { token });
                 } else {
@@ -257,6 +278,21 @@ impl System {
             return;
         }
         match client.hold {
+            // A failed conversion's hold: `verify` first.
+            Some(h) if h.kind == Kind::Unknown => {
+                if self.config.fixes.given_back_dropped && client.given_back == Some(h.token) {
+                    // Its give-back runs (or ran) by itself: never counted on.
+                    say(|| format!("c{c} drops given-back {:?}", h.token));
+                    client.hold = None;
+                    return self.claim(s, c, want, None, self.config.wait);
+                }
+                client.pc = Pc::Verifying {
+                    asked: now,
+                    second: false,
+                    then: Some(want),
+                };
+                self.send(s, c, Link::Request, Req::Inspect { token: h.token });
+            }
             Some(h) if h.watch.state == WatchState::Watching => {
                 self.refresh(s, c, self.config.ttl, Then::Acquire(want));
             }
@@ -267,6 +303,20 @@ impl System {
                 self.claim(s, c, want, None, self.config.wait);
             }
             None => self.claim(s, c, want, None, self.config.wait),
+        }
+    }
+
+    /// `Lock::acquire` (`acquire_read`) once `verify` said what the hold is:
+    /// converted if it is the other kind, extended if it is this one
+    /// (`renew_held`), claimed afresh if there is none.
+    fn acquire_verified(&self, s: &mut State, c: u8, want: Want) {
+        match (want, s.client(c).hold.map(|h| h.kind)) {
+            (_, None) => self.claim(s, c, want, None, self.config.wait),
+            (Want::Alone, Some(Kind::Shared)) => {
+                self.convert(s, c, Want::Upgrade, self.config.wait)
+            }
+            (Want::Shared, Some(Kind::Alone)) => self.convert(s, c, Want::Downgrade, 0),
+            _ => self.refresh(s, c, self.config.ttl, Then::Acquire(want)),
         }
     }
 
@@ -441,7 +491,11 @@ impl System {
                 ),
                 Outcome::Broken | Outcome::TimedOut => s.client_mut(c).pc = Pc::Idle,
             },
-            Pc::Verifying { asked, second } => match outcome {
+            Pc::Verifying {
+                asked,
+                second,
+                then,
+            } => match outcome {
                 // `Lock::ask_restored`: the hold takes on what Redis says it is.
                 Outcome::Reply(Reply::Owned(found), _) => {
                     let generation = s.client(c).generation;
@@ -461,7 +515,10 @@ impl System {
                         hold
                     });
                     say(|| format!("c{c}'s restored hold is {:?}", client.hold.map(|h| h.kind)));
-                    self.synchronized(s, c);
+                    match then {
+                        None => self.synchronized(s, c),
+                        Some(want) => self.acquire_verified(s, c, want),
+                    }
                     note_fence(s, c);
                 }
                 Outcome::Broken if !second => self.again(
@@ -471,6 +528,7 @@ impl System {
                     Pc::Verifying {
                         asked,
                         second: true,
+                        then,
                     },
                 ),
                 // An error: synchronized() throws, the hold still unverified.
@@ -836,6 +894,7 @@ impl System {
 
     /// `Lease::release_token`, whose result nobody reads.
     fn release_token(&self, s: &mut State, c: u8, token: Token) {
+        s.client_mut(c).given_back = Some(token);
         let node = s.client(c).generation - 1;
         s.orphan(&self.config, node, Req::Release { token });
     }

@@ -45,7 +45,7 @@ use std::fmt::Write as _;
 use stateright::{Model, Property};
 
 use crate::client::{
-    Call, Client, Kind, Link, Orphans, Outcome, Pc, Program, Req, Stage, WatchState,
+    Call, Client, Kind, Link, Orphans, Outcome, Pc, Program, Req, Stage, Want, WatchState,
 };
 use crate::redis::{owns, Mode, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
 use crate::slots::Slots;
@@ -171,6 +171,11 @@ pub struct Fixes {
     /// goes on counting on the hold it had, which the attempt may have changed
     /// or released.
     pub failed_conversion_asks: bool,
+    /// (q) A token whose give-back (a WAIT shortfall's) was sent or is due is
+    /// never counted on again: `Lock::ask_restored` drops it unasked
+    /// (`Lease::left_to_settle`). Off: a retried acquire() asks Redis about it
+    /// and keeps it, and the give-back frees the lock behind it.
+    pub given_back_dropped: bool,
 }
 
 /// Where the failover is.
@@ -294,6 +299,9 @@ pub enum Op {
     Write,
     Revoke,
     Crash,
+    /// acquire() (or acquireRead()) again, after a conversion that threw: the
+    /// user retries with the same object (`Lock::acquire`'s `verify`).
+    Retry(Want),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -1047,6 +1055,17 @@ impl Model for System {
                     matches!(p, Program::Writer { .. }) && c.counted(s.now) == Some(Kind::Shared)
                 })
             }),
+            // acquire() again after an upgrade that threw (`Op::Retry`).
+            Property::sometimes(
+                "a retried upgrade holds the lock alone",
+                |m: &System, s: &State| {
+                    s.clients.iter().zip(&m.config.clients).any(|(c, p)| {
+                        matches!(p, Program::Reader { .. })
+                            && c.refreshes > c.ops
+                            && c.counted(s.now) == Some(Kind::Alone)
+                    })
+                },
+            ),
             Property::sometimes("a conversion whose hold ran out", |_, s: &State| {
                 s.ghost.lapsed
             }),

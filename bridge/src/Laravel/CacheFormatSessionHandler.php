@@ -28,7 +28,7 @@ final class CacheFormatSessionHandler implements SessionHandlerInterface
     }
 
     /** The payload; data not in the cache store's format (written without this wrapper) as it is. */
-    public function read(string $id): string|false
+    public function read(#[\SensitiveParameter] string $id): string|false
     {
         $stored = $this->handler->read($id);
         if (!is_string($stored) || $stored === '') {
@@ -39,12 +39,12 @@ final class CacheFormatSessionHandler implements SessionHandlerInterface
         return is_string($payload) ? $payload : $stored;
     }
 
-    public function write(string $id, string $data): bool
+    public function write(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool
     {
         return $this->handler->write($id, is_numeric($data) ? $data : serialize($data));
     }
 
-    public function destroy(string $id): bool
+    public function destroy(#[\SensitiveParameter] string $id): bool
     {
         return $this->handler->destroy($id);
     }
