@@ -64,6 +64,8 @@ rl_kill_pid($replica['pid'], 'CONT');
 $proxy2->disarm();
 $proxy2->up();
 rl_ok('the replica acknowledges again', rl_wait_until(static fn() => $raw2->cmd('WAIT', 1, 100) >= 1, 10.0));
+rl_same('upgrade: the object counts on the given-back token no more (no token, refresh() false)', [null, false],
+    [$l->getToken(), fault_outcome(fn() => $l->refresh())['value'] ?? 'threw']);
 rl_same('upgrade: acquire() again holds the lock', true, $l->acquire());
 $now = (string) $l->getToken();
 rl_ok('... by a fresh token (the given-back one is never counted on again: its give-back may still run)', $now !== '' && $now !== $token);
@@ -91,6 +93,7 @@ ok: upgrade: acquire() with the replica stopped throws ConnectionException
 ok: ... the give-back was sent and held by the proxy
 ok: ... so the token holds the lock alone
 ok: the replica acknowledges again
+ok: upgrade: the object counts on the given-back token no more (no token, refresh() false)
 ok: upgrade: acquire() again holds the lock
 ok: ... by a fresh token (the given-back one is never counted on again: its give-back may still run)
 ok: ... which Redis has

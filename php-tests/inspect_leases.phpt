@@ -160,14 +160,17 @@ $cliIn = static function (string $args, string $stdin) use ($cli): string {
 $json = json_decode($cliIn('--json --dsn=' . escapeshellarg($dsn) . ' show - --kind=session', "$sid\n"), true);
 rl_same('redis-lease show - reads the key from stdin (a session id stays out of ps)', ['session', 1], [$json['kind'] ?? null, $json['waiters_total'] ?? null]);
 // A lock name is binary: what the CLI prints of it runs no escape sequence.
-$evil = rl_key("esc\e]0;owned\x07\x9b2J\xff");
+$evil = rl_key("esc\e]0;owned\x07\u{9b}2J\xff");
 $held = new DistributedLock($evil, 30.0, $dsn);
 rl_ok('a lock named with control bytes is held', $held->acquire());
 $top = (string) shell_exec("$cli --dsn=" . escapeshellarg($dsn) . ' top --count=1 --limit=100 2>&1');
 $show = $cliIn('--dsn=' . escapeshellarg($dsn) . ' show -', "$evil\n");
 rl_ok('redis-lease show - finds its holder', str_contains($show, 'holders (1)'), $show);
 rl_ok('redis-lease top and show list it, its control bytes as \\xNN', str_contains($top, 'esc\\x1b]0;owned\\x07') && str_contains($show, 'esc\\x1b]0;owned\\x07'), $top . $show);
-rl_ok('... and print UTF-8 with no escape, bell or C1 character', preg_match('//u', $top . $show) && !preg_match('/[\x{0}-\x{9}\x{b}-\x{1f}\x{7f}-\x{9f}]/u', $top . $show), bin2hex($top . $show));
+$json = (string) shell_exec("$cli --json --dsn=" . escapeshellarg($dsn) . ' top --count=1 --limit=100 2>&1');
+rl_ok('... and print UTF-8 with no escape, bell or C1 character (--json too)', preg_match('//u', $top . $show . $json)
+    && !preg_match('/[\x{0}-\x{9}\x{b}-\x{1f}\x{7f}-\x{9f}]/u', $top . $show . $json), bin2hex($top . $show . $json));
+rl_ok('... --json writes them as \\u escapes', str_contains($json, 'esc\\u001b]0;owned\\u0007\\u009b2J'), $json);
 $held->release();
 
 // --- bad input ---
@@ -270,7 +273,8 @@ ok: redis-lease show - reads the key from stdin (a session id stays out of ps)
 ok: a lock named with control bytes is held
 ok: redis-lease show - finds its holder
 ok: redis-lease top and show list it, its control bytes as \xNN
-ok: ... and print UTF-8 with no escape, bell or C1 character
+ok: ... and print UTF-8 with no escape, bell or C1 character (--json too)
+ok: ... --json writes them as \u escapes
 ok: a bad kind
 ok: a bad lock name
 ok: a bad session id

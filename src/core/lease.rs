@@ -1018,7 +1018,7 @@ impl Lease {
     /// Whether `token` was left to be abandoned by this process (`defer`): a
     /// give-back or release that was sent, or is due, which may still run.
     pub(crate) fn left_to_settle(&self, token: &Token) -> bool {
-        pending::left_to_settle(&self.endpoint, token)
+        pending::left_to_settle(token)
     }
 
     /// Sets `hold` to end `ttl` from now. False when it was no longer ours.

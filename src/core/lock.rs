@@ -403,7 +403,10 @@ impl Lock {
             wait
         };
         let generation = sentinel::generation(&self.lease.endpoint);
-        match self.lease.acquire_as(self.ttl, wait, want, Some(token)) {
+        match self
+            .lease
+            .acquire_as(self.ttl, wait, want, Some(token.clone()))
+        {
             Ok(Got::Held(hold)) => {
                 self.set_hold(Some(hold), generation);
                 Ok(true)
@@ -412,6 +415,13 @@ impl Lock {
             Ok(Got::Lapsed) => {
                 self.set_hold(None, generation);
                 Ok(false)
+            }
+            // Given back (a WAIT shortfall) and the give-back left to the
+            // process's next call: never counted on again, by refresh(),
+            // getToken() or detach() either.
+            Err(e) if self.lease.left_to_settle(&token) => {
+                self.set_hold(None, 0);
+                Err(e)
             }
             Err(e) => {
                 self.forget_kind();

@@ -10,6 +10,7 @@
 //! token listed here (its release sent, or due) is never counted on again: an
 //! object that kept it asks `left_to_settle` before it would adopt it.
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,7 +63,10 @@ fn with_entries<T>(f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
 pub(crate) fn defer(left: Box<dyn Leftover>, keep: Duration) {
     with_entries(|entries| {
         if entries.len() >= MAX_ENTRIES {
-            entries.remove(0);
+            // The oldest not being settled: one that is stays listed.
+            if let Some(i) = entries.iter().position(|e| !e.busy) {
+                entries.remove(i);
+            }
         }
         entries.push(Entry {
             left: Arc::from(left),
@@ -72,15 +76,13 @@ pub(crate) fn defer(left: Box<dyn Leftover>, keep: Duration) {
     });
 }
 
-/// Whether `token` at `ep` is left to be settled (or being settled): its release
-/// was sent, or is due, and it must never be counted on again.
-pub(crate) fn left_to_settle(ep: &Endpoint, token: &Token) -> bool {
+/// Whether `token` is left to be settled (or being settled): its release was
+/// sent, or is due, and it must never be counted on again. By the token alone
+/// (128 random bits): the same server may be reached by DSNs that differ in
+/// their options.
+pub(crate) fn left_to_settle(token: &Token) -> bool {
     ANY.load(Ordering::Acquire)
-        && with_entries(|entries| {
-            entries
-                .iter()
-                .any(|e| e.left.token() == token && *e.left.endpoint() == *ep)
-        })
+        && with_entries(|entries| entries.iter().any(|e| e.left.token() == token))
 }
 
 /// Settles what is left for `ep`, before the caller's own command. When Redis
@@ -103,11 +105,12 @@ pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
         let Some(left) = next else {
             return Ok(());
         };
-        let outcome = left.settle();
+        // A panic must not leave it busy (listed for ever, never settled).
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| left.settle()));
         // An error reply will not go away by asking again: the entry goes, as
         // when settled. Still unreachable: it stays, with the rest, for another
         // time.
-        let again = matches!(&outcome, Err(e) if !matches!(e, Error::Reply(_)));
+        let again = !matches!(&outcome, Ok(Ok(()) | Err(Error::Reply(_))));
         with_entries(|entries| {
             if again {
                 if let Some(e) = entries.iter_mut().find(|e| Arc::ptr_eq(&e.left, &left)) {
@@ -117,8 +120,10 @@ pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
                 entries.retain(|e| !Arc::ptr_eq(&e.left, &left));
             }
         });
-        if again {
-            return outcome;
+        match outcome {
+            Err(p) => panic::resume_unwind(p),
+            Ok(Err(e)) if again => return Err(e),
+            Ok(_) => {}
         }
     }
 }
@@ -171,20 +176,20 @@ mod tests {
             }),
             Duration::from_secs(60),
         );
-        assert!(left_to_settle(&ep, &token));
+        assert!(left_to_settle(&token));
         let settler = {
             let ep = ep.clone();
             std::thread::spawn(move || settle(&ep))
         };
         started.recv().expect("settling began");
-        assert!(left_to_settle(&ep, &token), "listed while being settled");
+        assert!(left_to_settle(&token), "listed while being settled");
         // Another thread settling meanwhile does not run it twice.
         assert!(settle(&ep).is_ok());
         // Unreachable: it stays for another time.
         go.send(Err(Error::Connection("down".into())))
             .expect("settler");
         assert!(settler.join().expect("settler").is_err());
-        assert!(left_to_settle(&ep, &token), "kept after a failed try");
+        assert!(left_to_settle(&token), "kept after a failed try");
         let settler = {
             let ep = ep.clone();
             std::thread::spawn(move || settle(&ep))
@@ -192,6 +197,6 @@ mod tests {
         started.recv().expect("settling began again");
         go.send(Ok(())).expect("settler");
         assert!(settler.join().expect("settler").is_ok());
-        assert!(!left_to_settle(&ep, &token), "gone once settled");
+        assert!(!left_to_settle(&token), "gone once settled");
     }
 }

@@ -37,6 +37,12 @@ impl System {
             (Program::Reader { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
                 ops.push(Op::AcquireRead);
             }
+            // The upgrade threw and let its given-back hold go: acquire() again.
+            (Program::Reader { retry: true, .. }, Pc::Idle)
+                if !busy && client.given_back.is_some() && client.refreshes == client.ops =>
+            {
+                ops.push(Op::Retry(Want::Alone));
+            }
             (
                 Program::Reader {
                     upgrade,
@@ -63,6 +69,11 @@ impl System {
             }
             (Program::Writer { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
                 ops.push(Op::Acquire);
+            }
+            (Program::Writer { retry: true, .. }, Pc::Idle)
+                if !busy && client.given_back.is_some() && client.refreshes == client.ops =>
+            {
+                ops.push(Op::Retry(Want::Shared));
             }
             (
                 Program::Writer {
@@ -868,6 +879,17 @@ impl System {
             return;
         }
         client.pc = Pc::Held;
+        // (q) Given back: `Lock::convert` lets the hold go (its give-back frees
+        // it), the user holds nothing.
+        let given_back = client
+            .hold
+            .is_some_and(|h| client.given_back == Some(h.token));
+        if fix && given_back && self.config.fixes.given_back_dropped {
+            stop_watch(client);
+            client.hold = None;
+            client.pc = Pc::Idle;
+            return;
+        }
         if let Some(h) = client.hold.as_mut().filter(|_| fix) {
             h.kind = Kind::Unknown;
             h.watch.end = h.watch.end.min(now);

@@ -172,9 +172,10 @@ pub struct Fixes {
     /// or released.
     pub failed_conversion_asks: bool,
     /// (q) A token whose give-back (a WAIT shortfall's) was sent or is due is
-    /// never counted on again: `Lock::ask_restored` drops it unasked
-    /// (`Lease::left_to_settle`). Off: a retried acquire() asks Redis about it
-    /// and keeps it, and the give-back frees the lock behind it.
+    /// never counted on again: `Lock::convert` lets the hold go, and
+    /// `Lock::ask_restored` drops such a token unasked (`Lease::left_to_settle`).
+    /// Off: the hold's kind is left unknown, a retried acquire() asks Redis
+    /// about it and keeps it, and the give-back frees the lock behind it.
     pub given_back_dropped: bool,
 }
 
