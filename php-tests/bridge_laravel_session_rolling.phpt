@@ -16,9 +16,10 @@ const N = 100;
 const LIFETIME = 7; // minutes
 // "old": a worker still on Laravel's redis driver; "new": redis_lease with lease_compat; "plain": without it.
 $env = fn (string $worker) => ['APP_BASE' => $base, 'APP_LEASE_DSN' => $srv['dsn'], 'APP_REDIS_PORT' => $srv['port'],
-    'APP_REDIS_PREFIX' => 'bridge_db:', 'APP_SESSION_LIFETIME' => LIFETIME,
+    'APP_REDIS_PREFIX' => $worker === 'bare' ? '' : 'bridge_db:', 'APP_SESSION_LIFETIME' => LIFETIME,
     'APP_SESSION_DRIVER' => $worker === 'old' ? 'redis' : 'redis_lease',
-    'APP_SESSION_COMPAT' => ['old' => 'null', 'new' => 'redis', 'plain' => 'null', 'bad' => 'nope'][$worker]];
+    'APP_SESSION_COMPAT' => ['old' => 'null', 'new' => 'redis', 'plain' => 'null', 'bad' => 'nope', 'bare' => 'redis'][$worker]]
+    + ($worker === 'bare' ? ['APP_CACHE_PREFIX' => ''] : []);
 $req = fn (string $worker, string $path, array $query, string $sid) => br_laravel_req($env($worker), $path, $query, $sid);
 // Every key of a session: its data and, while a request holds it, its lock.
 $keysOf = fn (string $sid) => $raw->cmd('KEYS', "*$sid*");
@@ -71,6 +72,10 @@ rl_same('... every request answered 200', [], br_broken($rs));
 
 $r = $pool->client()->request($req('bad', '/session/read', [], br_laravel_sid())['params'], '', 20.0);
 rl_ok('lease_compat = \'nope\': refused by name', $r->status === 500 && str_contains($r->body, 'session.lease_compat'), $r->describe());
+// No prefix anywhere: the redis driver's sessions sit at bare ids, which the handler refuses to read as sessions.
+$r = $pool->client()->request($req('bare', '/session/read', [], br_laravel_sid())['params'], '', 20.0);
+rl_ok('lease_compat = redis with no prefix anywhere: refused, saying so', $r->status === 500
+    && str_contains($r->body, 'bare ids') && str_contains($r->body, 'session.redis_lease.prefix'), $r->describe());
 echo "done\n";
 ?>
 --EXPECTF--
@@ -90,4 +95,5 @@ ok: ... one key for the session, the old driver's
 info: mixed race, half the requests on old workers (no lock): %d of 100 keys kept
 ok: ... every request answered 200
 ok: lease_compat = 'nope': refused by name
+ok: lease_compat = redis with no prefix anywhere: refused, saying so
 done

@@ -11,7 +11,7 @@ require __DIR__ . '/../testing/fault_proxy.php';
 $srv = rl_start_redis();
 $raw = new RlRaw($srv['port']);
 $proxy = FaultProxy::start($srv['port']);
-$dsn = $proxy->dsn('connect_timeout=1&read_timeout=0.3');
+$dsn = $proxy->dsn('connect_timeout=1&read_timeout=0.5');
 
 /** The fencing token in a lock value "token:fence". */
 function fence_of(?string $value): ?int

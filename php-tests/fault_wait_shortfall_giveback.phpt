@@ -37,22 +37,25 @@ rl_same('... and the first lock was freed before it', 0, $raw->cmd('EXISTS', $rk
 rl_same('... as was its own', 0, $raw->cmd('EXISTS', rl_lock_key(rl_key('shortfall-other'))));
 
 // --- A reader's upgrade whose WAIT falls short, its give-back unanswered ---
-// The object keeps the token (its kind unknown until asked); asking takes the
-// token back from what the process left to free, so the process's next claim
-// there does not free the lock behind the object that kept it (before the fix it
-// did: two holders).
-$srv2 = rl_start_redis();
+// The object lets the given-back token go (its give-back may still run, or runs
+// at the process's next claim there): it neither refreshes it nor, asked again,
+// keeps it; the next acquire() takes a fresh token, which the leftover does not
+// free (before the fix the object kept the old token and the process's next
+// claim freed the lock behind it: two holders).
+// No 5 s delay before the replica's first sync.
+$srv2 = rl_start_redis(['--repl-diskless-sync-delay', '0']);
 $raw2 = new RlRaw($srv2['port']);
 $replica = rl_start_redis(['--replicaof', '127.0.0.1', (string) $srv2['port']]);
 $rraw = new RlRaw($replica['port']);
 rl_ok('upgrade: the replica is linked', rl_wait_until(
-    static fn() => str_contains((string) $rraw->cmd('INFO', 'replication'), 'master_link_status:up'), 10.0));
+    static fn() => str_contains((string) $rraw->cmd('INFO', 'replication'), 'master_link_status:up'), 20.0));
 $proxy2 = FaultProxy::start($srv2['port']);
-$dsn2 = $proxy2->dsn('connect_timeout=0.5&read_timeout=0.5&wait_replicas=1&wait_timeout=100');
+// WAIT's 1 s is for a busy machine; the stopped replica costs the upgrade that second.
+$dsn2 = $proxy2->dsn('connect_timeout=0.5&read_timeout=0.5&wait_replicas=1&wait_timeout=1000');
 $k = rl_key('upgrade-shortfall');
 $rk = rl_lock_key($k);
 $l = new DistributedLock($k, 30.0, $dsn2);
-rl_same('upgrade: a read hold, the replica acknowledging it', true, $l->acquireRead());
+rl_same('upgrade: a read hold, the replica acknowledging it', true, fault_outcome(fn() => $l->acquireRead())['value'] ?? null);
 $token = $l->getToken();
 rl_kill_pid($replica['pid'], 'STOP');
 $proxy2->arm('hold', [$rk, rl_script_marker('release.lua')], 'down');
@@ -63,15 +66,17 @@ rl_ok('... so the token holds the lock alone', str_starts_with((string) $raw2->c
 rl_kill_pid($replica['pid'], 'CONT');
 $proxy2->disarm();
 $proxy2->up();
-rl_ok('the replica acknowledges again', rl_wait_until(static fn() => $raw2->cmd('WAIT', 1, 100) >= 1, 10.0));
+// A write of its own, so that WAIT waits for the replica to have it.
+rl_ok('the replica acknowledges again', rl_wait_until(static fn() => $raw2->cmd('INCR', rl_key('probe')) > 0
+    && $raw2->cmd('WAIT', 1, 1000) >= 1, 20.0));
 rl_same('upgrade: the object counts on the given-back token no more (no token, refresh() false)', [null, false],
     [$l->getToken(), fault_outcome(fn() => $l->refresh())['value'] ?? 'threw']);
-rl_same('upgrade: acquire() again holds the lock', true, $l->acquire());
+rl_same('upgrade: acquire() again holds the lock', true, fault_outcome(fn() => $l->acquire())['value'] ?? null);
 $now = (string) $l->getToken();
 rl_ok('... by a fresh token (the given-back one is never counted on again: its give-back may still run)', $now !== '' && $now !== $token);
 rl_ok('... which Redis has', str_starts_with((string) $raw2->cmd('GET', $rk), "$now:"), (string) $raw2->cmd('GET', $rk));
 $other = new DistributedLock(rl_key('upgrade-other'), 30.0, $dsn2);
-rl_same('another claim on that Redis', true, $other->acquire());
+rl_same('another claim on that Redis', true, fault_outcome(fn() => $other->acquire())['value'] ?? null);
 rl_ok('... and the lock is still the object\'s (not freed behind it)', str_starts_with((string) $raw2->cmd('GET', $rk), "$now:"),
     (string) $raw2->cmd('GET', $rk));
 rl_same('... which releases it', true, $l->release());

@@ -48,7 +48,15 @@ class RedisLeaseServiceProvider extends ServiceProvider
             throw new InvalidArgumentException("session.lease_compat 'redis' reads the key prefix from a phpredis "
                 . "connection; with another client, set session.redis_lease.prefix to the driver's key prefix");
         }
-        return (string) $client->getOption(\Redis::OPT_PREFIX) . $store->getPrefix();
+        $prefix = (string) $client->getOption(\Redis::OPT_PREFIX) . $store->getPrefix();
+        if ($prefix === '') {
+            // The handler refuses it too: under no prefix any key of the application's is a session to a
+            // cookie that names it.
+            throw new InvalidArgumentException("session.lease_compat 'redis': Laravel's redis driver keeps these "
+                . 'sessions under their bare ids (no database.redis.options.prefix, cache.prefix or session.prefix); '
+                . 'give it a prefix (its sessions then start anew), or set session.redis_lease.prefix');
+        }
+        return $prefix;
     }
 
     public function register()

@@ -13,5 +13,5 @@ return [
         // Laravel's own, through phpredis.
         'redis' => ['driver' => 'redis', 'connection' => 'default'],
     ],
-    'prefix' => 'bridge_test',
+    'prefix' => env('APP_CACHE_PREFIX', 'bridge_test'),
 ];
