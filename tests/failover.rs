@@ -5,7 +5,9 @@
 
 mod support;
 
-use std::sync::Arc;
+use std::io::{BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use redis_lease::core::dsn::{Endpoint, Timeouts};
@@ -246,4 +248,226 @@ fn a_demoted_master_answering_readonly_on_an_open_link() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// A stand-in sentinel on a free port: SENTINEL MASTER names the master in
+/// `named` (port, config epoch), SUBSCRIBE is acknowledged (and nothing is ever
+/// published), anything else is +OK.
+fn stand_in_sentinel(service: &'static str, named: Arc<Mutex<(u16, u64)>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let named = named.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                let mut parser = redis::Parser::new();
+                while let Ok(redis::Value::Array(args)) = parser.parse_value(&mut reader) {
+                    let args: Vec<String> = args
+                        .iter()
+                        .map(|a| match a {
+                            redis::Value::BulkString(b) => String::from_utf8_lossy(b).into(),
+                            _ => String::new(),
+                        })
+                        .collect();
+                    let bulk = |s: &str| format!("${}\r\n{s}\r\n", s.len());
+                    let reply = match args[0].to_ascii_uppercase().as_str() {
+                        "SENTINEL"
+                            if args
+                                .get(1)
+                                .is_some_and(|a| a.eq_ignore_ascii_case("MASTER")) =>
+                        {
+                            let (port, epoch) = *named.lock().unwrap();
+                            let fields = [
+                                "name",
+                                service,
+                                "ip",
+                                "127.0.0.1",
+                                "port",
+                                &port.to_string(),
+                                "flags",
+                                "master",
+                                "config-epoch",
+                                &epoch.to_string(),
+                            ];
+                            let body: String = fields.iter().map(|f| bulk(f)).collect();
+                            format!("*{}\r\n{body}", fields.len())
+                        }
+                        "SUBSCRIBE" => args[1..]
+                            .iter()
+                            .enumerate()
+                            .map(|(i, ch)| {
+                                format!("*3\r\n{}{}:{}\r\n", bulk("subscribe"), bulk(ch), i + 1)
+                            })
+                            .collect(),
+                        _ => "+OK\r\n".to_string(),
+                    };
+                    if writer.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A TCP proxy to a local port whose client-to-server bytes, while held, wait
+/// (and are counted) until let through; a BLPOP always goes through (a waiter
+/// whose nap ran out just before the hold sleeps on as before).
+struct HoldingProxy {
+    port: u16,
+    gate: Arc<(Mutex<(bool, usize)>, Condvar)>,
+}
+
+impl HoldingProxy {
+    fn start(target: u16) -> HoldingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let gate = Arc::new((Mutex::new((false, 0)), Condvar::new()));
+        let shared = gate.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let (mut from_server, mut to_client) =
+                    (server.try_clone().unwrap(), client.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from_server, &mut to_client);
+                    let _ = to_client.shutdown(std::net::Shutdown::Both);
+                });
+                let gate = shared.clone();
+                let (mut from_client, mut to_server) = (client, server);
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16384];
+                    while let Ok(n) = from_client.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        let (lock, cv) = &*gate;
+                        let mut state = lock.lock().unwrap();
+                        let blpop = buf[..n].windows(5).any(|w| w == b"BLPOP");
+                        if state.0 && !blpop {
+                            state.1 += n;
+                            cv.notify_all();
+                            while state.0 {
+                                state = cv.wait(state).unwrap();
+                            }
+                        }
+                        drop(state);
+                        if to_server.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to_server.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        HoldingProxy { port, gate }
+    }
+
+    fn hold(&self, on: bool) {
+        let (lock, cv) = &*self.gate;
+        lock.lock().unwrap().0 = on;
+        cv.notify_all();
+    }
+
+    /// Blocks until some client bytes are held.
+    fn await_held(&self, limit: Duration) {
+        let (lock, cv) = &*self.gate;
+        let (state, timeout) = cv
+            .wait_timeout_while(lock.lock().unwrap(), limit, |s| s.1 == 0)
+            .unwrap();
+        assert!(!timeout.timed_out(), "nothing held: {:?}", *state);
+    }
+}
+
+fn query<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(&mut server.conn()).unwrap()
+}
+
+/// Fix (r), found by the model: a waiter pops a wake-up from a master, learns
+/// of a switch before its grant's refresh, and the refresh runs on the new
+/// master, which handed the same token the lock with a fence of its own. The
+/// waiter holds with the new master's fence (asked there), not the old one's.
+#[test]
+fn a_wake_up_popped_from_the_old_master_takes_the_new_masters_fence() {
+    let a = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let b = RedisServer::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &a.port.to_string(),
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    await_until(SEC * 10, "the replica to acknowledge writes", || {
+        let _: () = query(&a, &["SET", "probe", "1"]);
+        query::<i64>(&a, &["WAIT", "1", "200"]) >= 1
+    });
+    // The sentinel names A, reached through the proxy; the holder goes to A
+    // directly (so that it releases there after the switch).
+    let proxy = HoldingProxy::start(a.port);
+    let named = Arc::new(Mutex::new((proxy.port, 1)));
+    let sentinel = stand_in_sentinel("fenced", named.clone());
+    let dsn = format!(
+        "redis-sentinel://127.0.0.1:{sentinel}/fenced?wait_replicas=1&wait_timeout=5000&read_timeout=10"
+    );
+    let on_a = lease(&a.dsn(), "fenced");
+    let held = on_a
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free");
+    let waiter = std::thread::spawn(move || lease(&dsn, "fenced").acquire(SEC * 30, SEC * 20));
+    await_until(SEC * 10, "the waiter to sleep on A, queued on both", || {
+        query::<String>(&a, &["CLIENT", "LIST"]).contains("cmd=blpop")
+            && query::<i64>(&b, &["ZCARD", "lock:{fenced}:waiters"]) == 1
+            && query::<i64>(&b, &["EXISTS", "lock:{fenced}"]) == 1
+    });
+    // B leaves A with what it has (the holder's lock, the waiter queued) and at
+    // once hands the lock to the waiter, with a fence of its own.
+    let _: () = query(&b, &["REPLICAOF", "NO", "ONE"]);
+    assert!(lease(&b.dsn(), "fenced")
+        .release_token(&held.token)
+        .unwrap());
+    let b_value: String = query(&b, &["GET", "lock:{fenced}"]);
+    // The holder's release on A hands A's lock to the same waiter, which pops
+    // it; its next command (the grant's refresh) waits in the proxy.
+    proxy.hold(true);
+    assert!(on_a.release(&held, false).unwrap());
+    let a_value: String = query(&a, &["GET", "lock:{fenced}"]);
+    let (token_a, fence_a) = a_value.rsplit_once(':').unwrap();
+    let (token_b, fence_b) = b_value.rsplit_once(':').unwrap();
+    assert_eq!(token_a, token_b, "the same waiter on both");
+    assert_ne!(fence_a, fence_b);
+    proxy.await_held(SEC * 5);
+    // What waits is the refresh only if the wake-up was popped (else the
+    // waiter's nap ran out just before the release, and what waits is its next
+    // attempt, which will find the lock on B by itself: nothing to check then).
+    let wake = format!("lock:{{fenced}}:wake:{token_a}");
+    let popped = query::<i64>(&a, &["LLEN", &wake]) == 0;
+    // The switch: the sentinel names B, and A becomes its replica (READONLY),
+    // in sync before the waiter's WAIT there needs it.
+    *named.lock().unwrap() = (b.port, 2);
+    let _: () = query(&a, &["REPLICAOF", "127.0.0.1", &b.port.to_string()]);
+    await_until(SEC * 10, "A to sync from B", || {
+        query::<String>(&a, &["INFO", "replication"]).contains("master_link_status:up")
+    });
+    proxy.hold(false);
+    let hold = waiter.join().unwrap().unwrap().expect("handed the lock");
+    assert_eq!(hold.token.as_str(), token_b);
+    assert_eq!(
+        hold.fence.to_string(),
+        fence_b,
+        "the new master's fence (A's was {fence_a}; wake-up popped: {popped})"
+    );
+    if !popped {
+        eprintln!("the waiter's nap ran out before the handoff: its refresh was not the one held");
+    }
+    assert!(lease(&b.dsn(), "fenced").release(&hold, false).unwrap());
 }

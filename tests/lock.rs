@@ -14,6 +14,8 @@ use redis_lease::core::lock::Lock;
 use redis_lease::core::request;
 use support::{await_until, exists, lock_lease as lease, pttl, RedisServer};
 
+const SEC: Duration = Duration::from_secs(1);
+
 /// An acquire that Redis did not answer in time, whose script then ran: Redis
 /// holds the lock for a token only the lock object knows. Returns the object and
 /// when its acquire was sent. `read_timeout`: in seconds, as in a DSN.
@@ -207,4 +209,93 @@ fn a_request_end_releases_only_its_own_threads_locks() {
     );
     // Our object learns that its hold is gone without releasing anything again.
     assert!(!mine.release().unwrap());
+}
+
+/// An acquire of one kind left unresolved, then a call for the other kind: the
+/// hold the settle finds is converted to what the call asks for. Before, an
+/// acquire() after an unresolved acquire_read() adopted the read hold and said
+/// true, beside another reader.
+#[test]
+fn a_call_after_an_unresolved_acquire_of_the_other_kind_converts_what_it_finds() {
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    for (first_read, name) in [(true, "mixed_r"), (false, "mixed_w")] {
+        let mut lock = Lock::new(lease(&server, "?read_timeout=0.3", name), SEC * 30);
+        // Warm up both kinds, so that what the stop hits is the script itself.
+        assert!(lock.acquire_read(Duration::ZERO).unwrap());
+        assert!(lock.acquire(Duration::ZERO).unwrap());
+        assert!(lock.release().unwrap());
+        server.signal("STOP");
+        let err = if first_read {
+            lock.acquire_read(Duration::ZERO).unwrap_err()
+        } else {
+            lock.acquire(Duration::ZERO).unwrap_err()
+        };
+        server.signal("CONT");
+        assert!(matches!(err, Error::Unresolved { .. }), "{err:?}");
+        let (key, holders) = (
+            format!("lock:{{{name}}}"),
+            format!("lock:{{{name}}}:holders"),
+        );
+        await_until(SEC * 5, "the late acquire to run", || {
+            exists(&mut raw, &key) || exists(&mut raw, &holders)
+        });
+        let mut other = Lock::new(lease(&server, "", name), SEC * 30);
+        if first_read {
+            assert!(lock.acquire(Duration::ZERO).unwrap());
+            assert!(!lock.shared(), "{name}: acquire() holds it alone");
+            assert!(
+                exists(&mut raw, &key) && !exists(&mut raw, &holders),
+                "{name}"
+            );
+            assert!(
+                !other.acquire_read(Duration::ZERO).unwrap(),
+                "{name}: no reader beside it"
+            );
+        } else {
+            assert!(lock.acquire_read(Duration::ZERO).unwrap());
+            assert!(lock.shared(), "{name}: acquire_read() shares it");
+            assert!(
+                !exists(&mut raw, &key) && exists(&mut raw, &holders),
+                "{name}"
+            );
+            assert!(
+                other.acquire_read(Duration::ZERO).unwrap(),
+                "{name}: another reader shares it"
+            );
+            assert!(other.release().unwrap());
+        }
+        assert!(lock.release().unwrap());
+    }
+}
+
+/// A semaphore's acquire left unresolved: the next call settles it and learns
+/// the adopted hold's weight from Redis. Before, `held_weight()` saw no hold,
+/// and `acquire_permits(3)` adopted the 1-permit hold as 3 (Redis counting 1).
+#[test]
+fn an_unresolved_permit_is_adopted_with_its_own_weight() {
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let ep = Endpoint::parse(
+        &format!("{}?read_timeout=0.3", server.dsn()),
+        Timeouts::default(),
+    );
+    let keys = LeaseKeys::for_semaphore(b"lock:", b"weighed");
+    let mut sem = Lock::semaphore(Lease::new(Arc::new(ep.unwrap()), keys), 5, SEC * 30);
+    assert!(sem.acquire_permits(Duration::ZERO, 1).unwrap());
+    assert!(sem.release().unwrap());
+    server.signal("STOP");
+    let err = sem.acquire_permits(Duration::ZERO, 1).unwrap_err();
+    server.signal("CONT");
+    assert!(matches!(err, Error::Unresolved { .. }), "{err:?}");
+    await_until(SEC * 5, "the late acquire to run", || {
+        exists(&mut raw, "lock:{weighed}:semaphore:holders")
+    });
+    assert_eq!(
+        sem.held_weight().unwrap(),
+        Some(1),
+        "the adopted hold's weight"
+    );
+    assert!(sem.shared());
+    assert!(sem.release().unwrap());
 }

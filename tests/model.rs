@@ -94,6 +94,7 @@ fn as_implemented() -> Fixes {
         restore_verifies: true,
         failed_conversion_asks: true,
         given_back_dropped: true,
+        grant_rereads_after_switch: true,
     }
 }
 
@@ -123,6 +124,8 @@ fn locks(failover: Failover) -> Config {
         max_orphans: 1,
         renew: false,
         fence_ops: true,
+        give_backs_answered: false,
+        abandons_fail: false,
         fixes: as_implemented(),
     }
 }
@@ -705,6 +708,103 @@ fn reverted_q_a_retried_acquire_keeps_a_given_back_token_beside_a_writer() {
     let mut config = retried_conversions(Failover::Planned);
     config.fixes.given_back_dropped = false;
     let checker = check("(q) a given-back token kept", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
+/// As `retried_conversions`, but each give-back is answered (it ran): no
+/// token is left pending, so the object keeps its hold of unknown kind and a
+/// retried acquire() asks Redis (`verify`), finds nothing and claims afresh.
+#[test]
+fn retried_conversions_after_an_answered_give_back_ask_first() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let mut config = retried_conversions(failover);
+        config.give_backs_answered = true;
+        let checker = check(&format!("answered give-backs, {failover:?}"), config, None);
+        assert_holds(
+            &*checker,
+            &RW_PROPERTIES,
+            &["a retried upgrade holds the lock alone"],
+        );
+    }
+}
+
+/// Fix (r) reverted, found by the model once a give-back could be answered: a
+/// reader's upgrade falls short and its give-back, run on the master, hands
+/// the lock to a queued writer there; the master is replaced before the
+/// writer's wake-up is read, the reader upgrades again and releases on the new
+/// master, which hands the lock to the same writer token with a fence of its
+/// own; the writer's refresh runs on the new master, and it counts on the old
+/// master's lower fence, after the reader's higher one.
+#[test]
+fn reverted_r_a_wake_up_from_the_old_master_gives_a_fence_lower_than_the_last() {
+    let mut config = retried_conversions(Failover::Planned);
+    config.give_backs_answered = true;
+    config.fixes.grant_rereads_after_switch = false;
+    let checker = check("(r) a wake-up's fence kept", config, Some(FENCES));
+    assert_violated(&*checker, FENCES);
+}
+
+/// A writer whose downgrade may throw and who then calls acquireRead() again,
+/// beside a reader, wait_replicas=1, a failover.
+fn retried_downgrades(failover: Failover) -> Config {
+    let mut config = read_write_failover(failover);
+    config.clients = vec![
+        reader(false, false),
+        Program::Writer {
+            acquires: 1,
+            downgrade: true,
+            retry: true,
+        },
+    ];
+    config
+}
+
+#[test]
+fn retried_downgrades_never_count_on_a_given_back_token() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let checker = check(
+            &format!("retried downgrades, {failover:?}"),
+            retried_downgrades(failover),
+            None,
+        );
+        assert_holds(
+            &*checker,
+            &RW_PROPERTIES,
+            &["a retried downgrade holds the lock shared"],
+        );
+    }
+}
+
+/// Locks whose give-up after a WAIT shortfall gets no reply: the claim's
+/// token, given back by a release still in the network, is left unresolved
+/// for the lock's next acquire() (`Lock::settle`).
+fn unanswered_give_ups(failover: Failover) -> Config {
+    let mut config = locks(failover);
+    config.abandons_fail = true;
+    // The give-back and the give-up's resolve, both in the network.
+    config.max_orphans = 2;
+    // Fences are the lock configurations' (20M states with them, up to 14 GB).
+    config.fence_ops = false;
+    config
+}
+
+#[test]
+fn an_unresolved_given_back_token_is_never_adopted() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let config = unanswered_give_ups(failover);
+        let checker = check(&format!("unanswered give-ups, {failover:?}"), config, None);
+        assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+    }
+}
+
+/// Fix (q) reverted in `Lock::settle`: the next acquire() asks resolve.lua
+/// about the unresolved token before its give-back runs, adopts the lock it
+/// still holds, and the give-back then frees it behind the holder.
+#[test]
+fn reverted_q_settle_adopts_a_given_back_token_beside_another_holder() {
+    let mut config = unanswered_give_ups(Failover::Planned);
+    config.fixes.given_back_dropped = false;
+    let checker = check("(q) settle adopts a given-back token", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
 }
 

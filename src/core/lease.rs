@@ -488,6 +488,48 @@ impl Lease {
         self.claim_replicated(acks, token, ttl, generation, "The lock was handed over")
     }
 
+    /// [`Lease::replicate_grant`] for a grant we were told of (a wake-up's fence
+    /// and data, resolve.lua's answer) by the master of `generation`. When we have
+    /// learned of another master since, what we were told may be the old master's:
+    /// a release there handed us the lease, and the new one may have handed it to
+    /// us again, with a fence (and data) of its own. The new master is then asked
+    /// what our token holds, and the lease extended and waited for there (so it is
+    /// counted on from `since` no longer than that extension keeps it), until the
+    /// master stays the same. `Some`: its answer, to be taken instead. Without
+    /// `wait_replicas` nothing is extended, and what we were told stands.
+    fn confirm_grant<C: Claim>(
+        &self,
+        c: &C,
+        token: &Token,
+        generation: u64,
+    ) -> std::result::Result<Option<Owned>, Failure> {
+        if self.endpoint.wait.is_none() {
+            return Ok(None);
+        }
+        let mut told = None;
+        let mut generation = generation;
+        loop {
+            self.replicate_grant(token, c.ttl(), generation)?;
+            let now = sentinel::generation(&self.endpoint);
+            if now == generation {
+                return Ok(told);
+            }
+            metrics::incr(Counter::Retries);
+            match self.resolve(token, c.ttl()) {
+                Ok(Some(owned)) if c.adopts(&owned) => told = Some(owned),
+                Ok(_) => {
+                    return Err(Failure::Reply(Error::Connection(format!(
+                        "A Sentinel failover replaced the master while this claim was granted; \
+                         the new master at {} does not grant it",
+                        self.endpoint.location()
+                    ))))
+                }
+                Err(e) => return Err(Failure::Reply(e)),
+            }
+            generation = now;
+        }
+    }
+
     /// A claim's WAIT came back with `acks`: too few, and the lease (of `ttl`) is
     /// given back (a failover could grant it again), unless the master was
     /// replaced meanwhile: then the outcome is settled on the new master, as after
@@ -615,9 +657,12 @@ impl Lease {
                     match self.resolve(&token, c.ttl()) {
                         Ok(Some(owned)) if c.adopts(&owned) => {
                             metrics::incr(Counter::UncertainResolved);
-                            if let Err(f) = self.replicate_grant(&token, c.ttl(), generation) {
-                                return Err(self.give_up(c, &token, true, f.into_error()));
-                            }
+                            let owned = match self.confirm_grant(c, &token, generation) {
+                                Ok(newer) => newer.unwrap_or(owned),
+                                Err(f) => {
+                                    return Err(self.give_up(c, &token, true, f.into_error()))
+                                }
+                            };
                             let since = busy_since.unwrap_or(sent);
                             Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
                         }
@@ -677,12 +722,15 @@ impl Lease {
                         Ok(Some(payload)) => {
                             metrics::incr(Counter::Wakeups);
                             let won = match parse_handoff(&payload) {
-                                Some((fence, rest)) => self
-                                    .replicate_grant(&token, c.ttl(), generation)
-                                    .map_err(Failure::into_error)
-                                    .and_then(|()| {
-                                        c.handed(self, token.clone(), fence, rest, sent)
-                                    }),
+                                Some((fence, rest)) => {
+                                    match self.confirm_grant(c, &token, generation) {
+                                        Ok(None) => {
+                                            c.handed(self, token.clone(), fence, rest, sent)
+                                        }
+                                        Ok(Some(owned)) => Ok(c.adopt(token.clone(), owned, sent)),
+                                        Err(f) => Err(f.into_error()),
+                                    }
+                                }
                                 None => Err(self.unexpected(&"a malformed wake-up")),
                             };
                             return match won {

@@ -78,6 +78,7 @@ impl Lock {
     /// How many permits the semaphore's hold takes (its weight), when it holds
     /// one: a restored hold's is asked of Redis first.
     pub fn held_weight(&mut self) -> Result<Option<u32>> {
+        self.settle(true)?;
         self.verify()?;
         Ok(self.hold().and(self.weight))
     }
@@ -86,6 +87,7 @@ impl Lock {
     /// `acquire`). A hold it has already is extended, whatever its weight: the
     /// caller checks the weight it asks for is the one held (`held_weight`).
     pub fn acquire_permits(&mut self, wait: Duration, weight: u32) -> Result<bool> {
+        self.settle(true)?;
         self.verify()?;
         if self.hold().is_none() {
             self.weight = Some(weight);
@@ -247,6 +249,60 @@ impl Lock {
         self.hold = hold;
     }
 
+    /// `settle` for an acquire left unresolved: resolve.lua says whether `token`
+    /// holds the lock, and a hold it has is adopted. With wait_replicas the
+    /// acquire's WAIT never ran: the hold is extended and waited for (short of
+    /// it, not granted, and not left in Redis either). As in
+    /// `Lease::confirm_grant`, when that ran on a master we learned of after
+    /// resolve.lua answered, which may have granted the token with a fence of its
+    /// own, that master is asked in turn, until the master stays the same.
+    fn adopt_unresolved(&mut self, token: Token) -> Result<()> {
+        let ep = self.lease.endpoint.clone();
+        let mut generation = sentinel::generation(&ep);
+        loop {
+            // The lease, if ours, was set before we asked: it ends no earlier than
+            // `asked` plus what Redis says is left; renewals extend it to the ttl.
+            let asked = Instant::now();
+            let found = match self.lease.resolve(&token, self.ttl) {
+                Ok(found) => found,
+                Err(e) => return Err(self.let_go_settled(e)),
+            };
+            self.unresolved = None;
+            let Some(found) = found else {
+                self.set_hold(None, 0);
+                return Ok(());
+            };
+            let mut hold = Hold::found(token.clone(), found.fence, self.ttl, asked, found.left);
+            hold.shared = found.shared;
+            self.set_hold(Some(hold), generation);
+            if ep.wait.is_none() {
+                return Ok(());
+            }
+            match self.refresh(self.ttl) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(e) => return Err(self.let_go_settled(e)),
+            }
+            let now = sentinel::generation(&ep);
+            if now == generation {
+                return Ok(());
+            }
+            generation = now;
+        }
+    }
+
+    /// `adopt_unresolved` failed with `e` after it adopted a hold (its
+    /// replication, or the new master's answer, unknown): the hold is not granted,
+    /// and not left in Redis either (its release, if it fails, left to this
+    /// process's next call). Before any adoption it keeps the token unresolved.
+    fn let_go_settled(&mut self, e: Error) -> Error {
+        if let Some(hold) = self.hold.clone() {
+            self.lease.release_or_defer(&hold, false, false);
+            self.set_hold(None, 0);
+        }
+        e
+    }
+
     /// Settles what earlier calls left open: an acquire's lease is adopted (or its
     /// token voided); with `release`, a timed-out release is completed, so its
     /// token is never used again (the late release could otherwise delete the
@@ -262,35 +318,7 @@ impl Lock {
             self.unresolved = None;
         }
         if let Some(token) = self.unresolved.clone() {
-            // The lease, if ours, was set before we asked: it ends no earlier than
-            // `asked` plus what Redis says is left; renewals extend it to the ttl.
-            let generation = sentinel::generation(&self.lease.endpoint);
-            let asked = Instant::now();
-            let found = self.lease.resolve(&token, self.ttl)?;
-            self.unresolved = None;
-            if let Some(Owned {
-                left,
-                fence,
-                shared,
-                ..
-            }) = found
-            {
-                let mut hold = Hold::found(token, fence, self.ttl, asked, left);
-                hold.shared = shared;
-                self.set_hold(Some(hold), generation);
-                // With wait_replicas: the acquire's WAIT never ran. Short of it,
-                // the hold is not granted (as a claim whose WAIT falls short), and
-                // not left in Redis either.
-                if self.lease.endpoint.wait.is_some() {
-                    if let Err(e) = self.refresh(self.ttl) {
-                        if let Some(hold) = self.hold.clone() {
-                            self.lease.release_or_defer(&hold, false, false);
-                            self.set_hold(None, 0);
-                        }
-                        return Err(e);
-                    }
-                }
-            }
+            self.adopt_unresolved(token)?;
         }
         if release && self.release_sent {
             if let Some(hold) = self.hold.clone() {
@@ -323,6 +351,9 @@ impl Lock {
     /// between); false when others keep it past `wait` (a reader keeps its read
     /// hold). For a semaphore: one permit.
     pub fn acquire(&mut self, wait: Duration) -> Result<bool> {
+        // An acquire left unresolved (of either kind) is settled first: the hold
+        // it finds is then converted, not taken for what this call asks for.
+        self.settle(true)?;
         self.verify()?;
         let want = match self.permits {
             Some(n) => Want::Permit(n, self.weight.unwrap_or(1)),
@@ -343,6 +374,7 @@ impl Lock {
     /// hold, with nobody let in between); false when a writer keeps it (or is
     /// first in line) past `wait`.
     pub fn acquire_read(&mut self, wait: Duration) -> Result<bool> {
+        self.settle(true)?;
         self.verify()?;
         if self.hold().is_some_and(|h| !h.shared) {
             return self.convert(Want::Downgrade, wait);

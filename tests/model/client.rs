@@ -309,6 +309,10 @@ pub enum Step {
         data: Option<Data>,
         via: Via,
     },
+    /// `Lease::confirm_grant`: we learned of another master since the grant
+    /// was told; resolve.lua there says what our token holds (`second`: its
+    /// `call_idempotent` retry), and the grant is extended and WAITed for there.
+    Reread { since: Time, via: Via, second: bool },
 }
 
 /// What the request thread is doing.
@@ -375,6 +379,9 @@ pub enum Then {
     /// `renew_held` inside an acquire of `Want`, whose result it is: not ours
     /// any more, and the acquire goes on to claim.
     Acquire(Want),
+    /// `Lock::adopt_unresolved`'s refresh of a token resolve.lua found holding,
+    /// asked under generation `.1`; then as `Acquire`.
+    Settled(Want, u8),
     /// `renew_held` of a `synchronized()` nested in the hold: not ours, and it
     /// throws (the lease was lost).
     Sync,

@@ -279,6 +279,13 @@ impl System {
         let now = s.now;
         let client = s.client_mut(c);
         if let Some(token) = client.unresolved {
+            if self.config.fixes.given_back_dropped && client.given_back == Some(token) {
+                // `Lock::settle`: its give-back runs (or ran) by itself, so
+                // resolve.lua's answer is not ours to adopt.
+                say(|| format!("c{c} drops unresolved given-back {token:?}"));
+                client.unresolved = None;
+                return self.claim(s, c, want, None, self.config.wait);
+            }
             client.pc = Pc::Settling {
                 asked: now,
                 generation: client.generation,
@@ -289,14 +296,9 @@ impl System {
             return;
         }
         match client.hold {
-            // A failed conversion's hold: `verify` first.
+            // A failed conversion's hold (one given back was let go at once:
+            // `claim_failed`): `verify` first.
             Some(h) if h.kind == Kind::Unknown => {
-                if self.config.fixes.given_back_dropped && client.given_back == Some(h.token) {
-                    // Its give-back runs (or ran) by itself: never counted on.
-                    say(|| format!("c{c} drops given-back {:?}", h.token));
-                    client.hold = None;
-                    return self.claim(s, c, want, None, self.config.wait);
-                }
                 client.pc = Pc::Verifying {
                     asked: now,
                     second: false,
@@ -483,7 +485,7 @@ impl System {
                     // With wait_replicas settle refreshes (the acquire's WAIT never
                     // ran), and `renew_held` refreshes anyway: one refresh, whose
                     // result is the acquire's.
-                    self.refresh(s, c, cfg.ttl, Then::Acquire(want));
+                    self.refresh(s, c, cfg.ttl, Then::Settled(want, generation));
                 }
                 Outcome::Reply(..) => {
                     s.client_mut(c).unresolved = None;
@@ -567,7 +569,31 @@ impl System {
                     Outcome::Broken | Outcome::TimedOut => None,
                 };
                 refreshed(s, c, sent, ttl, extended);
+                let now = s.now;
                 let client = s.client_mut(c);
+                let then = match then {
+                    // (r) in `Lock::settle`: refreshed on a master learned of
+                    // after resolve.lua answered: asked there what the token is.
+                    Then::Settled(want, asked)
+                        if extended == Some(true)
+                            && cfg.wait_replicas
+                            && cfg.fixes.grant_rereads_after_switch
+                            && client.generation != asked =>
+                    {
+                        // `Lock::adopt_unresolved`'s loop: settled again there.
+                        let token = client.hold.take().expect("settled").token;
+                        client.unresolved = Some(token);
+                        client.pc = Pc::Settling {
+                            asked: now,
+                            generation: client.generation,
+                            second: false,
+                            want,
+                        };
+                        return self.send(s, c, Link::Request, Req::Resolve { token });
+                    }
+                    Then::Settled(want, _) => Then::Acquire(want),
+                    then => then,
+                };
                 match (extended, then) {
                     (Some(true), _) => client.pc = Pc::Held,
                     (Some(false), _) => {
@@ -751,6 +777,16 @@ impl System {
                 via,
             } => match outcome {
                 Outcome::Reply(Reply::Int(1), acks) if acks != Some(false) => {
+                    let now = s.client(c).generation;
+                    if self.config.fixes.grant_rereads_after_switch && now != claim.generation {
+                        claim.step = Step::Reread {
+                            since,
+                            via,
+                            second: false,
+                        };
+                        s.client_mut(c).pc = Pc::Claim(claim);
+                        return self.send(s, c, Link::Request, Req::Resolve { token });
+                    }
                     self.won(s, c, claim, since, fence, data, via)
                 }
                 Outcome::Reply(..) => {
@@ -762,6 +798,22 @@ impl System {
                     self.give_up(s, c, token, true)
                 }
                 Outcome::Broken | Outcome::TimedOut => self.give_up(s, c, token, true),
+            },
+            Step::Reread { since, via, second } => match outcome {
+                Outcome::Reply(Reply::Owned(Some(owned)), _) if self.adopts(c, claim, owned) => {
+                    claim.generation = s.client(c).generation;
+                    let fence = owned.fence.unwrap_or(0);
+                    self.grant(s, c, claim, since, fence, owned.data, via)
+                }
+                Outcome::Broken if !second => {
+                    claim.step = Step::Reread {
+                        since,
+                        via,
+                        second: true,
+                    };
+                    self.again(s, c, call, Pc::Claim(claim));
+                }
+                _ => self.give_up(s, c, token, true),
             },
         }
     }
@@ -906,6 +958,10 @@ impl System {
             let convert = matches!(s.client(c).pc, Pc::Claim(cl) if cl.convert);
             let req = if convert {
                 Req::Resolve { token }
+            } else if self.config.abandons_fail {
+                // Its resolve sent, no reply: `Error::Unresolved`.
+                s.orphan(&self.config, node, Req::Resolve { token });
+                return self.unresolved(s, c, token);
             } else {
                 Req::Abandon { token }
             };
@@ -916,8 +972,13 @@ impl System {
 
     /// `Lease::release_token`, whose result nobody reads.
     fn release_token(&self, s: &mut State, c: u8, token: Token) {
-        s.client_mut(c).given_back = Some(token);
         let node = s.client(c).generation - 1;
+        if self.config.give_backs_answered && s.node_up(node) {
+            // Answered: nothing is left pending (`left_to_settle` is false).
+            s.execute(&self.config, node, Req::Release { token });
+            return;
+        }
+        s.client_mut(c).given_back = Some(token);
         s.orphan(&self.config, node, Req::Release { token });
     }
 

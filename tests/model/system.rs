@@ -129,6 +129,16 @@ pub struct Config {
     pub renew: bool,
     /// The lock holder may ask for its fencing token (fence.lua).
     pub fence_ops: bool,
+    /// A give-back (the release after a WAIT shortfall) is answered: it ran,
+    /// and the process leaves nothing pending for it, so the object keeps the
+    /// hold of unknown kind (`Lock::convert`'s `forget_kind`). Off: it goes
+    /// unanswered, left in the network and to the process's next call.
+    pub give_backs_answered: bool,
+    /// A fresh claim's give-up (`Lease::abandon`) gets no reply: its resolve
+    /// is left in the network and the token to the lock's next call
+    /// (`Error::Unresolved`, `Lock::settle`). Off: the abandon is sent and
+    /// runs by itself.
+    pub abandons_fail: bool,
     pub fixes: Fixes,
 }
 
@@ -173,10 +183,18 @@ pub struct Fixes {
     pub failed_conversion_asks: bool,
     /// (q) A token whose give-back (a WAIT shortfall's) was sent or is due is
     /// never counted on again: `Lock::convert` lets the hold go, and
-    /// `Lock::ask_restored` drops such a token unasked (`Lease::left_to_settle`).
-    /// Off: the hold's kind is left unknown, a retried acquire() asks Redis
-    /// about it and keeps it, and the give-back frees the lock behind it.
+    /// `Lock::settle` (`ask_restored` too) drops such a token unasked
+    /// (`Lease::left_to_settle`). Off: the hold's kind is left unknown, a
+    /// retried acquire() asks Redis about it (or resolve.lua adopts the
+    /// unresolved token) and keeps it, and the give-back frees the lock behind
+    /// it.
     pub given_back_dropped: bool,
+    /// (r) A grant we were told of by one master (a wake-up's fence and data,
+    /// resolve.lua's answer) whose refresh ran on a master we learned of since
+    /// is asked about again there (`Lease::confirm_grant`). Off: the old
+    /// master's fence is counted on, beside the new master's own grant of the
+    /// token with a fence of its own.
+    pub grant_rereads_after_switch: bool,
 }
 
 /// Where the failover is.
@@ -583,7 +601,7 @@ impl State {
         }
     }
 
-    fn node_up(&self, node: u8) -> bool {
+    pub fn node_up(&self, node: u8) -> bool {
         self.redis.nodes[usize::from(node)].up
     }
 
@@ -1064,6 +1082,17 @@ impl Model for System {
                         matches!(p, Program::Reader { .. })
                             && c.refreshes > c.ops
                             && c.counted(s.now) == Some(Kind::Alone)
+                    })
+                },
+            ),
+            // acquireRead() again after a downgrade that threw.
+            Property::sometimes(
+                "a retried downgrade holds the lock shared",
+                |m: &System, s: &State| {
+                    s.clients.iter().zip(&m.config.clients).any(|(c, p)| {
+                        matches!(p, Program::Writer { .. })
+                            && c.refreshes > c.ops
+                            && c.counted(s.now) == Some(Kind::Shared)
                     })
                 },
             ),
