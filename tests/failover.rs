@@ -313,9 +313,10 @@ fn stand_in_sentinel(service: &'static str, named: Arc<Mutex<(u16, u64)>>) -> u1
     port
 }
 
-/// A TCP proxy to a local port whose client-to-server bytes, while held, wait
-/// (and are counted) until let through; a BLPOP always goes through (a waiter
-/// whose nap ran out just before the hold sleeps on as before).
+/// A TCP proxy to a local port whose scripts and functions (FCALL, EVALSHA,
+/// EVAL), while held, wait (and are counted) until let through; everything
+/// else goes through (a BLPOP of a waiter whose nap ran out just before the
+/// hold, the ROLE of a new link).
 struct HoldingProxy {
     port: u16,
     gate: Arc<(Mutex<(bool, usize)>, Condvar)>,
@@ -348,8 +349,10 @@ impl HoldingProxy {
                         }
                         let (lock, cv) = &*gate;
                         let mut state = lock.lock().unwrap();
-                        let blpop = buf[..n].windows(5).any(|w| w == b"BLPOP");
-                        if state.0 && !blpop {
+                        let script = [&b"FCALL"[..], b"EVALSHA", b"EVAL"]
+                            .iter()
+                            .any(|name| buf[..n].windows(name.len()).any(|w| w == *name));
+                        if state.0 && script {
                             state.1 += n;
                             cv.notify_all();
                             while state.0 {
@@ -435,7 +438,8 @@ fn a_wake_up_popped_from_the_old_master_takes_the_new_masters_fence() {
     assert!(lease(&b.dsn(), "fenced")
         .release_token(&held.token)
         .unwrap());
-    let b_value: String = query(&b, &["GET", "lock:{fenced}"]);
+    let b_value = query::<Option<String>>(&b, &["GET", "lock:{fenced}"])
+        .expect("B hands the lock to the waiter it heard from a moment ago");
     // The holder's release on A hands A's lock to the same waiter, which pops
     // it; its next command (the grant's refresh) waits in the proxy.
     proxy.hold(true);

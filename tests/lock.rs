@@ -220,7 +220,7 @@ fn a_call_after_an_unresolved_acquire_of_the_other_kind_converts_what_it_finds()
     let server = RedisServer::start();
     let mut raw = server.conn();
     for (first_read, name) in [(true, "mixed_r"), (false, "mixed_w")] {
-        let mut lock = Lock::new(lease(&server, "?read_timeout=0.3", name), SEC * 30);
+        let mut lock = Lock::new(lease(&server, "?read_timeout=1", name), SEC * 30);
         // Warm up both kinds, so that what the stop hits is the script itself.
         assert!(lock.acquire_read(Duration::ZERO).unwrap());
         assert!(lock.acquire(Duration::ZERO).unwrap());
@@ -277,7 +277,7 @@ fn an_unresolved_permit_is_adopted_with_its_own_weight() {
     let server = RedisServer::start();
     let mut raw = server.conn();
     let ep = Endpoint::parse(
-        &format!("{}?read_timeout=0.3", server.dsn()),
+        &format!("{}?read_timeout=1", server.dsn()),
         Timeouts::default(),
     );
     let keys = LeaseKeys::for_semaphore(b"lock:", b"weighed");
