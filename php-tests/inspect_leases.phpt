@@ -147,6 +147,12 @@ $out = shell_exec("$cli --dsn=redis://:wr0ng-pass@127.0.0.1:{$srv['port']} show 
 rl_ok('redis-lease: a failure is said, without the password', str_contains((string) $out, 'exit 1') && !str_contains((string) $out, 'wr0ng-pass'), (string) $out);
 $out = shell_exec("$cli top --bogus 2>&1; echo \"exit \$?\"");
 rl_ok('redis-lease: a bad option is a usage error', str_contains((string) $out, 'unknown option --bogus') && str_contains((string) $out, 'exit 2'), (string) $out);
+// A mistyped option (upper case) is taken for a command: the usage error does not repeat it, for it
+// may carry a DSN's password.
+$out = (string) shell_exec("$cli --DSN=redis://:hunter2@127.0.0.1:1 top 2>&1; echo \"exit \$?\"");
+rl_ok('redis-lease: a mistyped option is not echoed', str_contains($out, 'unknown command') && !str_contains($out, 'hunter2') && str_contains($out, 'exit 2'), $out);
+$out = (string) shell_exec("$cli tpo 2>&1; echo \"exit \$?\"");
+rl_ok('redis-lease: a mistyped command is named', str_contains($out, "unknown command 'tpo'"), $out);
 /** The CLI's output for $args, $stdin on its standard input (bytes as they are: escapeshellarg() drops what the locale cannot read). */
 $cliIn = static function (string $args, string $stdin) use ($cli): string {
     $p = proc_open("$cli $args 2>&1", [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
@@ -269,6 +275,8 @@ ok: redis-lease show: no whole token, session id or password in it
 ok: redis-lease show --json: the session
 ok: redis-lease: a failure is said, without the password
 ok: redis-lease: a bad option is a usage error
+ok: redis-lease: a mistyped option is not echoed
+ok: redis-lease: a mistyped command is named
 ok: redis-lease show - reads the key from stdin (a session id stays out of ps)
 ok: a lock named with control bytes is held
 ok: redis-lease show - finds its holder

@@ -37,6 +37,18 @@ fn names_on_every_master(set: &ClusterSet, n: usize) -> Vec<String> {
     names
 }
 
+/// Locks on `names`, renewed by the watchdog, each taken.
+fn renewed_locks(dsn: &str, names: &[String], ttl: Duration) -> Vec<redis_lease::core::lock::Lock> {
+    let mut locks: Vec<redis_lease::core::lock::Lock> = names
+        .iter()
+        .map(|n| redis_lease::core::lock::Lock::new(lease(dsn, n), ttl).with_auto_renew(true))
+        .collect();
+    for l in &mut locks {
+        assert!(l.acquire(Duration::ZERO).unwrap());
+    }
+    locks
+}
+
 /// The slot of `key`, and a master other than the one serving it.
 fn slot_and_another_master<'a>(set: &'a ClusterSet, key: &str) -> (i64, &'a support::RedisServer) {
     let slot = redis::cmd("CLUSTER")
@@ -365,13 +377,7 @@ fn wait_replicas_on_a_cluster_waits_on_the_keys_master() {
     }
     // Renewals are waited for too, each on its own key's master.
     let ttl = Duration::from_millis(600);
-    let mut locks: Vec<redis_lease::core::lock::Lock> = names_on_every_master(&set, 3)
-        .iter()
-        .map(|n| redis_lease::core::lock::Lock::new(lease(&dsn, n), ttl).with_auto_renew(true))
-        .collect();
-    for l in &mut locks {
-        assert!(l.acquire(Duration::ZERO).unwrap());
-    }
+    let mut locks = renewed_locks(&dsn, &names_on_every_master(&set, 3), ttl);
     let shortfalls = metrics::get(Counter::WaitShortfalls);
     // Four ttls of doing nothing: only acknowledged renewals keep them held.
     std::thread::sleep(ttl * 4);
@@ -388,13 +394,7 @@ fn renewed_locks_on_every_master_outlive_their_ttl() {
     let dsn = set.dsn("?timeout=1&read_timeout=1");
     let ttl = Duration::from_millis(400);
     let names = names_on_every_master(&set, 3);
-    let mut locks: Vec<redis_lease::core::lock::Lock> = names
-        .iter()
-        .map(|n| redis_lease::core::lock::Lock::new(lease(&dsn, n), ttl).with_auto_renew(true))
-        .collect();
-    for l in &mut locks {
-        assert!(l.acquire(Duration::ZERO).unwrap());
-    }
+    let mut locks = renewed_locks(&dsn, &names, ttl);
     // Four ttls of doing nothing; the first renewal meets NOSCRIPT (refresh.lua
     // was never run there) and is sent again as EVAL.
     std::thread::sleep(ttl * 4);
@@ -497,4 +497,54 @@ fn a_master_that_cannot_be_reached_fails_the_call_as_nothing_sent() {
         1,
         "the link stayed pooled"
     );
+}
+
+/// A renewal whose scripts one master lost (flushed, restarted, promoted: its
+/// script cache is not replicated) is sent again by EVAL in a second round;
+/// the WAIT that follows still covers the renewals of the first round, on
+/// the other masters. Before, the second round forgot where the first one
+/// wrote: the WAIT failed, and the locks on healthy masters were lost.
+#[test]
+fn renewals_sent_again_on_one_master_are_still_waited_for_on_the_others() {
+    let set = ClusterSet::start(3, 1);
+    support::await_until(SEC * 20, "replicas in sync", || {
+        set.nodes.iter().all(|n| {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut n.conn())
+                .unwrap();
+            !info.contains("role:master") || info.contains("state=online")
+        })
+    });
+    let dsn = set.dsn("?wait_replicas=1&wait_timeout=1000&functions=0");
+    let ttl = Duration::from_millis(1500);
+    let names = names_on_every_master(&set, 2);
+    let mut locks = renewed_locks(&dsn, &names, ttl);
+    // The second lock's master forgets its scripts every 100 ms.
+    let flushed = set.owner_of(&format!("lock:{{{}}}", names[1])).port;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flusher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut conn = redis::Client::open(format!("redis://127.0.0.1:{flushed}/"))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let mut flushes = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut conn).unwrap();
+                flushes += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            flushes
+        })
+    };
+    let until = Instant::now() + ttl * 4;
+    await_until(ttl * 8, "four ttls to pass", || Instant::now() >= until);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(flusher.join().unwrap() > 20);
+    for (l, n) in locks.iter_mut().zip(&names) {
+        assert!(l.hold().is_some(), "{n}: renewed and acknowledged");
+        assert!(l.release().unwrap(), "{n}: held throughout");
+    }
 }

@@ -5,9 +5,7 @@
 
 mod support;
 
-use std::io::{BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis_lease::core::dsn::{Endpoint, Timeouts};
@@ -16,7 +14,7 @@ use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
 use redis_lease::core::metrics::{self, Counter};
 use redis_lease::core::{sentinel, watchdog};
-use support::{await_until, exists, RedisServer, SentinelSet};
+use support::{await_until, exists, HoldingProxy, RedisServer, SentinelSet};
 
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
@@ -254,137 +252,39 @@ fn a_demoted_master_answering_readonly_on_an_open_link() {
 /// `named` (port, config epoch), SUBSCRIBE is acknowledged (and nothing is ever
 /// published), anything else is +OK.
 fn stand_in_sentinel(service: &'static str, named: Arc<Mutex<(u16, u64)>>) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let named = named.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut writer = stream;
-                let mut parser = redis::Parser::new();
-                while let Ok(redis::Value::Array(args)) = parser.parse_value(&mut reader) {
-                    let args: Vec<String> = args
-                        .iter()
-                        .map(|a| match a {
-                            redis::Value::BulkString(b) => String::from_utf8_lossy(b).into(),
-                            _ => String::new(),
-                        })
-                        .collect();
-                    let bulk = |s: &str| format!("${}\r\n{s}\r\n", s.len());
-                    let reply = match args[0].to_ascii_uppercase().as_str() {
-                        "SENTINEL"
-                            if args
-                                .get(1)
-                                .is_some_and(|a| a.eq_ignore_ascii_case("MASTER")) =>
-                        {
-                            let (port, epoch) = *named.lock().unwrap();
-                            let fields = [
-                                "name",
-                                service,
-                                "ip",
-                                "127.0.0.1",
-                                "port",
-                                &port.to_string(),
-                                "flags",
-                                "master",
-                                "config-epoch",
-                                &epoch.to_string(),
-                            ];
-                            let body: String = fields.iter().map(|f| bulk(f)).collect();
-                            format!("*{}\r\n{body}", fields.len())
-                        }
-                        "SUBSCRIBE" => args[1..]
-                            .iter()
-                            .enumerate()
-                            .map(|(i, ch)| {
-                                format!("*3\r\n{}{}:{}\r\n", bulk("subscribe"), bulk(ch), i + 1)
-                            })
-                            .collect(),
-                        _ => "+OK\r\n".to_string(),
-                    };
-                    if writer.write_all(reply.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    port
-}
-
-/// A TCP proxy to a local port whose scripts and functions (FCALL, EVALSHA,
-/// EVAL), while held, wait (and are counted) until let through; everything
-/// else goes through (a BLPOP of a waiter whose nap ran out just before the
-/// hold, the ROLE of a new link).
-struct HoldingProxy {
-    port: u16,
-    gate: Arc<(Mutex<(bool, usize)>, Condvar)>,
-}
-
-impl HoldingProxy {
-    fn start(target: u16) -> HoldingProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let gate = Arc::new((Mutex::new((false, 0)), Condvar::new()));
-        let shared = gate.clone();
-        std::thread::spawn(move || {
-            for client in listener.incoming().flatten() {
-                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
-                    continue;
-                };
-                let (mut from_server, mut to_client) =
-                    (server.try_clone().unwrap(), client.try_clone().unwrap());
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from_server, &mut to_client);
-                    let _ = to_client.shutdown(std::net::Shutdown::Both);
-                });
-                let gate = shared.clone();
-                let (mut from_client, mut to_server) = (client, server);
-                std::thread::spawn(move || {
-                    let mut buf = [0u8; 16384];
-                    while let Ok(n) = from_client.read(&mut buf) {
-                        if n == 0 {
-                            break;
-                        }
-                        let (lock, cv) = &*gate;
-                        let mut state = lock.lock().unwrap();
-                        let script = [&b"FCALL"[..], b"EVALSHA", b"EVAL"]
-                            .iter()
-                            .any(|name| buf[..n].windows(name.len()).any(|w| w == *name));
-                        if state.0 && script {
-                            state.1 += n;
-                            cv.notify_all();
-                            while state.0 {
-                                state = cv.wait(state).unwrap();
-                            }
-                        }
-                        drop(state);
-                        if to_server.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                    }
-                    let _ = to_server.shutdown(std::net::Shutdown::Both);
-                });
+    let bulk = |s: &str| format!("${}\r\n{s}\r\n", s.len());
+    support::stand_in(move |args| {
+        let reply = match args[0].to_ascii_uppercase().as_str() {
+            "SENTINEL"
+                if args
+                    .get(1)
+                    .is_some_and(|a| a.eq_ignore_ascii_case("MASTER")) =>
+            {
+                let (port, epoch) = *named.lock().unwrap();
+                let fields = [
+                    "name",
+                    service,
+                    "ip",
+                    "127.0.0.1",
+                    "port",
+                    &port.to_string(),
+                    "flags",
+                    "master",
+                    "config-epoch",
+                    &epoch.to_string(),
+                ];
+                let body: String = fields.iter().map(|f| bulk(f)).collect();
+                format!("*{}\r\n{body}", fields.len())
             }
-        });
-        HoldingProxy { port, gate }
-    }
-
-    fn hold(&self, on: bool) {
-        let (lock, cv) = &*self.gate;
-        lock.lock().unwrap().0 = on;
-        cv.notify_all();
-    }
-
-    /// Blocks until some client bytes are held.
-    fn await_held(&self, limit: Duration) {
-        let (lock, cv) = &*self.gate;
-        let (state, timeout) = cv
-            .wait_timeout_while(lock.lock().unwrap(), limit, |s| s.1 == 0)
-            .unwrap();
-        assert!(!timeout.timed_out(), "nothing held: {:?}", *state);
-    }
+            "SUBSCRIBE" => args[1..]
+                .iter()
+                .enumerate()
+                .map(|(i, ch)| format!("*3\r\n{}{}:{}\r\n", bulk("subscribe"), bulk(ch), i + 1))
+                .collect(),
+            _ => "+OK\r\n".to_string(),
+        };
+        reply.into_bytes()
+    })
 }
 
 fn query<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
@@ -395,12 +295,8 @@ fn query<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
     cmd.query(&mut server.conn()).unwrap()
 }
 
-/// Fix (r), found by the model: a waiter pops a wake-up from a master, learns
-/// of a switch before its grant's refresh, and the refresh runs on the new
-/// master, which handed the same token the lock with a fence of its own. The
-/// waiter holds with the new master's fence (asked there), not the old one's.
-#[test]
-fn a_wake_up_popped_from_the_old_master_takes_the_new_masters_fence() {
+/// A master (A) and its replica (B), in sync: a WAIT on A is answered by B.
+fn master_and_replica() -> (RedisServer, RedisServer) {
     let a = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
     let b = RedisServer::start_with(&[
         "--replicaof",
@@ -413,6 +309,16 @@ fn a_wake_up_popped_from_the_old_master_takes_the_new_masters_fence() {
         let _: () = query(&a, &["SET", "probe", "1"]);
         query::<i64>(&a, &["WAIT", "1", "200"]) >= 1
     });
+    (a, b)
+}
+
+/// Fix (r), found by the model: a waiter pops a wake-up from a master, learns
+/// of a switch before its grant's refresh, and the refresh runs on the new
+/// master, which handed the same token the lock with a fence of its own. The
+/// waiter holds with the new master's fence (asked there), not the old one's.
+#[test]
+fn a_wake_up_popped_from_the_old_master_takes_the_new_masters_fence() {
+    let (a, b) = master_and_replica();
     // The sentinel names A, reached through the proxy; the holder goes to A
     // directly (so that it releases there after the switch).
     let proxy = HoldingProxy::start(a.port);
@@ -474,4 +380,149 @@ fn a_wake_up_popped_from_the_old_master_takes_the_new_masters_fence() {
         eprintln!("the waiter's nap ran out before the handoff: its refresh was not the one held");
     }
     assert!(lease(&b.dsn(), "fenced").release(&hold, false).unwrap());
+}
+
+/// Fix (r) in `Lock::settle`: an acquire left unresolved (its reply never
+/// came) that queued the token on the old master; both masters hand it the
+/// lock, each with a fence of its own. The next call asks the old master
+/// (resolve.lua), whose answer's refresh runs on the new master after a switch:
+/// the object holds with the new master's fence (asked there), not the old
+/// one's.
+#[test]
+fn an_unresolved_acquire_settled_across_a_switch_takes_the_new_masters_fence() {
+    let (a, b) = master_and_replica();
+    let proxy = HoldingProxy::start(a.port);
+    let named = Arc::new(Mutex::new((proxy.port, 1)));
+    let sentinel = stand_in_sentinel("settled", named.clone());
+    let dsn = format!(
+        "redis-sentinel://127.0.0.1:{sentinel}/settled?wait_replicas=1&wait_timeout=5000&read_timeout=3"
+    );
+    let mut lock = Lock::new(lease(&dsn, "settled"), SEC * 30);
+    // Warm up: what the stop below hits is the script itself.
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    assert!(lock.release().unwrap());
+    let on_a = lease(&a.dsn(), "settled");
+    let held = on_a
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free");
+    // The acquire's reply never comes in time; its script runs later and
+    // queues the token behind the holder (on A, and B hears of it).
+    a.signal("STOP");
+    let err = lock.acquire(SEC * 20).unwrap_err();
+    a.signal("CONT");
+    assert!(matches!(err, Error::Unresolved { .. }), "{err:?}");
+    await_until(SEC * 10, "the late acquire to queue, on both", || {
+        query::<i64>(&b, &["ZCARD", "lock:{settled}:waiters"]) == 1
+    });
+    // B leaves A with what it has and hands the lock to the queued token, with
+    // a fence of its own; A's release hands it to the same token with A's.
+    let _: () = query(&b, &["REPLICAOF", "NO", "ONE"]);
+    assert!(lease(&b.dsn(), "settled")
+        .release_token(&held.token)
+        .unwrap());
+    assert!(on_a.release(&held, false).unwrap());
+    let b_value = query::<Option<String>>(&b, &["GET", "lock:{settled}"])
+        .expect("B hands the lock to the token it queued");
+    let a_value = query::<Option<String>>(&a, &["GET", "lock:{settled}"])
+        .expect("A hands the lock to the token it queued");
+    let (token_a, fence_a) = a_value.rsplit_once(':').unwrap();
+    let (token_b, fence_b) = b_value.rsplit_once(':').unwrap();
+    assert_eq!(token_a, token_b, "the same token on both");
+    assert_ne!(fence_a, fence_b);
+    // The next call settles: resolve.lua on A goes through, the refresh of
+    // what it answered waits in the proxy while the master switches.
+    proxy.hold_after(true, 1);
+    let settling = std::thread::spawn(move || {
+        let fence = lock.fence();
+        (lock, fence)
+    });
+    proxy.await_held(SEC * 5);
+    *named.lock().unwrap() = (b.port, 2);
+    let _: () = query(&a, &["REPLICAOF", "127.0.0.1", &b.port.to_string()]);
+    await_until(SEC * 10, "A to sync from B", || {
+        query::<String>(&a, &["INFO", "replication"]).contains("master_link_status:up")
+    });
+    proxy.hold(false);
+    let (mut lock, fence) = settling.join().unwrap();
+    let fence = fence.unwrap().expect("the settle adopts the hold");
+    assert_eq!(
+        fence.to_string(),
+        fence_b,
+        "the new master's fence (A's was {fence_a})"
+    );
+    assert!(lock.release().unwrap());
+    assert_eq!(
+        query::<i64>(&b, &["EXISTS", "lock:{settled}"]),
+        0,
+        "released on B"
+    );
+}
+
+/// A waiter handed the lock whose grant's refresh gets no reply gives the
+/// claim up: resolve.lua finds its token holding, and the release that
+/// follows gets no reply either, so it may still run. The token is left to
+/// the process's next call, never adopted: the next acquire() takes the lock
+/// afresh, and the late release frees nothing of its. Before, the token was
+/// left unresolved, the next acquire() adopted it, and the late release then
+/// freed the lock under its holder (review, issue 30).
+#[test]
+fn a_give_up_whose_release_goes_unanswered_is_never_adopted() {
+    let (a, _replica) = master_and_replica();
+    let proxy = HoldingProxy::start(a.port);
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=2000&read_timeout=1",
+        proxy.port
+    );
+    let mut waiter = Lock::new(lease(&dsn, "gaveup"), SEC * 30);
+    // Warm up: the link made, the library loaded.
+    assert!(waiter.acquire(Duration::ZERO).unwrap());
+    assert!(waiter.release().unwrap());
+    let on_a = lease(&a.dsn(), "gaveup");
+    let held = on_a
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free");
+    let waiting = std::thread::spawn(move || {
+        let got = waiter.acquire(SEC * 20);
+        (waiter, got)
+    });
+    await_until(SEC * 10, "the waiter to sleep on A", || {
+        query::<String>(&a, &["CLIENT", "LIST"]).contains("cmd=blpop")
+    });
+    // The handoff's refresh waits in the proxy; the give-up's resolve.lua goes
+    // through, its release waits too.
+    proxy.hold(true);
+    assert!(on_a.release(&held, false).unwrap());
+    proxy.await_held(SEC * 5);
+    let wake = "lock:{gaveup}:wake:";
+    if !query::<Vec<String>>(&a, &["KEYS", &format!("{wake}*")]).is_empty() {
+        // The waiter's nap ran out just before the handoff: what waits is its
+        // next attempt, which finds the lock by itself. Nothing to check.
+        eprintln!("the waiter's nap ran out before the handoff: nothing to check");
+        proxy.hold(false);
+        let _ = waiting.join();
+        return;
+    }
+    proxy.hold_after(true, 1);
+    proxy.await_held(SEC * 5);
+    let (mut waiter, got) = waiting.join().unwrap();
+    assert!(got.is_err(), "the claim is given up: {got:?}");
+    // What comes next goes through; the refresh and release stay held.
+    proxy.hold_after(true, 1000);
+    assert!(waiter.acquire(Duration::ZERO).unwrap());
+    let mut raw = a.conn();
+    let before = support::info_count(&mut raw, "cmdstat_fcall:calls=");
+    proxy.hold(false);
+    await_until(SEC * 5, "the late refresh and release to run", || {
+        support::info_count(&mut raw, "cmdstat_fcall:calls=") >= before + 2
+    });
+    assert!(
+        lease(&a.dsn(), "gaveup")
+            .acquire(SEC * 30, Duration::ZERO)
+            .unwrap()
+            .is_none(),
+        "the waiter still holds the lock"
+    );
+    assert!(waiter.release().unwrap(), "held throughout");
 }

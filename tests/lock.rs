@@ -12,7 +12,7 @@ use redis_lease::core::error::Error;
 use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
 use redis_lease::core::request;
-use support::{await_until, exists, lock_lease as lease, pttl, RedisServer};
+use support::{await_until, exists, lock_lease as lease, pttl, HoldingProxy, RedisServer};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -298,4 +298,146 @@ fn an_unresolved_permit_is_adopted_with_its_own_weight() {
     );
     assert!(sem.shared());
     assert!(sem.release().unwrap());
+}
+
+/// A lock on `name` reached through `proxy` (a read timeout of 1 s).
+fn through(proxy: &HoldingProxy, name: &str) -> Lease {
+    let dsn = format!("redis://127.0.0.1:{}?read_timeout=1", proxy.port);
+    let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+    Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()))
+}
+
+/// A downgrade whose reply never came may still run after the next call asked
+/// Redis about the hold: a writer told it holds alone would then have readers
+/// let in beside it. The hold is let go instead (review, issue 30): the next
+/// acquire() releases it and takes the lock afresh, and the late downgrade
+/// finds nothing of its token's to convert. Before, acquire() asked Redis
+/// (alone, still), said true, and the late downgrade let a reader in.
+#[test]
+fn a_downgrade_left_unanswered_is_never_counted_on_as_the_lock_alone() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut lock = Lock::new(through(&proxy, "late_d"), SEC * 30);
+    // Warm up: the link made, the library loaded.
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    assert!(lock.acquire_read(Duration::ZERO).unwrap());
+    assert!(lock.release().unwrap());
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let first = lock.hold().unwrap().token.clone();
+    proxy.hold(true);
+    let err = lock.acquire_read(Duration::ZERO).unwrap_err();
+    assert!(matches!(err, Error::Unresolved { .. }), "{err:?}");
+    proxy.await_held(SEC * 5);
+    assert!(lock.hold().is_none(), "the hold is let go");
+    // The downgrade stays held; what comes next goes through.
+    proxy.hold_after(true, 1000);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    assert_ne!(lock.hold().unwrap().token, first, "taken afresh");
+    let mut raw = server.conn();
+    let before = support::info_count(&mut raw, "cmdstat_fcall:calls=");
+    proxy.hold(false);
+    await_until(SEC * 5, "the late downgrade to run", || {
+        support::info_count(&mut raw, "cmdstat_fcall:calls=") > before
+    });
+    let mut reader = Lock::new(lease(&server, "", "late_d"), SEC * 30);
+    assert!(
+        !reader.acquire_read(Duration::ZERO).unwrap(),
+        "no reader beside the writer"
+    );
+    assert!(lock.release().unwrap());
+}
+
+/// A release that timed out may still run: the token is never handed out
+/// (detach(), getToken()) for another object to count on, nor counted on here.
+/// Before, detach() returned it.
+#[test]
+fn a_release_left_unanswered_hands_out_no_token() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut lock = Lock::new(through(&proxy, "late_release"), SEC * 30);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    proxy.hold(true);
+    let err = lock.release().unwrap_err();
+    assert!(matches!(err, Error::Unresolved { .. }), "{err:?}");
+    assert!(lock.hold().is_none(), "no token to hand out (getToken())");
+    assert!(lock.detach().is_none(), "detach() hands out nothing");
+    proxy.hold(false);
+    // The next call completes the release; the lock is free.
+    assert_eq!(lock.holding().unwrap(), None);
+    let mut other = Lock::new(lease(&server, "", "late_release"), SEC * 30);
+    assert!(other.acquire(Duration::ZERO).unwrap());
+    assert!(other.release().unwrap());
+}
+
+/// A release refused with an error reply (here: ACL) stopped the hold's
+/// renewals before it was sent. The hold is let go, and the next acquire()
+/// takes a fresh one, renewed as ever. Before, acquire() refreshed the old
+/// hold, whose renewals had stopped: its lease ran out under its holder.
+#[test]
+fn a_release_refused_leaves_no_unrenewed_hold_behind() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    let ttl = Duration::from_millis(1500);
+    let mut lock = Lock::new(lease(&server, "", "refused"), ttl).with_auto_renew(true);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "default", "-@scripting"][..])
+        .query(&mut admin)
+        .unwrap();
+    let err = lock.release().unwrap_err();
+    assert!(matches!(err, Error::Reply(_)), "{err:?}");
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "default", "+@all"][..])
+        .query(&mut admin)
+        .unwrap();
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    // Three ttls on, still held: renewed.
+    let until = Instant::now() + ttl * 3;
+    await_until(ttl * 6, "three ttls to pass", || Instant::now() >= until);
+    assert!(pttl(&server, "lock:{refused}") > 0, "renewed");
+    assert!(lock.release().unwrap(), "held throughout");
+}
+
+/// A hold let go after a failed conversion (here: its downgrade refused by an
+/// ACL, nothing ran) is no hold to count on: once another took the lock, its
+/// release says false, as for any hold lost. (Review of the let-go: it counted
+/// as a release that may have run.)
+#[test]
+fn a_hold_let_go_is_not_said_released_once_another_took_it() {
+    let server = RedisServer::start();
+    let mut admin = server.conn();
+    let mut lock = Lock::new(lease(&server, "", "let_go"), SEC * 30);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let acl = |conn: &mut redis::Connection, rule: &str| {
+        let _: () = redis::cmd("ACL")
+            .arg(&["SETUSER", "default", rule][..])
+            .query(conn)
+            .unwrap();
+    };
+    acl(&mut admin, "-@scripting");
+    let err = lock.acquire_read(Duration::ZERO).unwrap_err();
+    acl(&mut admin, "+@all");
+    assert!(matches!(err, Error::Reply(_)), "{err:?}");
+    assert!(lease(&server, "", "let_go").force_release().unwrap());
+    let mut other = Lock::new(lease(&server, "", "let_go"), SEC * 30);
+    assert!(other.acquire(Duration::ZERO).unwrap());
+    assert!(!lock.release().unwrap(), "not ours at the end");
+    assert!(other.release().unwrap());
+}
+
+/// synchronized() asks `holding()` whether it runs nested in a hold of the
+/// object: an acquire left unresolved is none (the call's own acquire()
+/// adopts it, and its end releases it). Before, holding() adopted it and
+/// synchronized() ran as if nested, leaving the lock held.
+#[test]
+fn an_unresolved_acquire_is_no_hold_to_nest_in() {
+    let server = RedisServer::start();
+    let (mut lock, _) = unresolved_acquire(&server, "nest", SEC * 30, "0.3");
+    assert_eq!(lock.holding().unwrap(), None);
+    assert!(
+        lock.acquire(Duration::ZERO).unwrap(),
+        "adopted by acquire()"
+    );
+    assert_eq!(lock.holding().unwrap(), Some(false));
+    assert!(lock.release().unwrap());
 }

@@ -95,6 +95,7 @@ fn as_implemented() -> Fixes {
         failed_conversion_asks: true,
         given_back_dropped: true,
         grant_rereads_after_switch: true,
+        failed_conversion_lets_go: true,
     }
 }
 
@@ -538,6 +539,7 @@ fn writer(downgrade: bool) -> Program {
         acquires: 1,
         downgrade,
         retry: false,
+        retry_alone: false,
     }
 }
 
@@ -636,6 +638,47 @@ fn read_write_locks_through_broken_links_and_crashes() {
     );
 }
 
+/// A writer whose downgrade gets no reply in time (the attempt left in the
+/// network, to run late) and who then calls acquire() again, beside a reader.
+fn downgrade_retried_as_acquire() -> Config {
+    let mut config = read_write_faults();
+    config.clients = vec![
+        reader(false, false),
+        Program::Writer {
+            acquires: 1,
+            downgrade: true,
+            retry: false,
+            retry_alone: true,
+        },
+    ];
+    config.crashes = 0;
+    // The late downgrade and the let-go hold's release, both in the network.
+    config.max_orphans = 2;
+    config
+}
+
+#[test]
+fn a_failed_downgrade_retried_as_acquire_never_holds_beside_a_reader() {
+    let checker = check(
+        "downgrade retried as acquire()",
+        downgrade_retried_as_acquire(),
+        None,
+    );
+    assert_holds(&*checker, &RW_PROPERTIES, &["a downgrade"]);
+}
+
+/// Fix (s) reverted, found by review: the writer's downgrade gets no reply in
+/// time; acquire() again asks Redis (verify), finds the lock still alone its
+/// own, and counts on it; the late downgrade then runs and lets the reader in
+/// beside it.
+#[test]
+fn reverted_s_a_late_downgrade_lets_a_reader_in_beside_a_writer_that_asked() {
+    let mut config = downgrade_retried_as_acquire();
+    config.fixes.failed_conversion_lets_go = false;
+    let checker = check("(s) a failed downgrade asked about", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
 /// Fix (l) reverted, a bug this model found: an upgrade whose attempt got no
 /// reply in time gives up with an error; its holder releases the read hold;
 /// the upgrade's place in the queue stays, and the next release hands the lock
@@ -676,6 +719,7 @@ fn retried_conversions(failover: Failover) -> Config {
             acquires: 1,
             downgrade: false,
             retry: false,
+            retry_alone: false,
         },
     ];
     config
@@ -707,6 +751,10 @@ fn retried_conversions_never_count_on_a_given_back_token() {
 fn reverted_q_a_retried_acquire_keeps_a_given_back_token_beside_a_writer() {
     let mut config = retried_conversions(Failover::Planned);
     config.fixes.given_back_dropped = false;
+    // (s) lets the failed upgrade's hold go before acquire() could ask about
+    // it; (q) guards the asking, as the code did before (s) and still does
+    // for a restored or unresolved token.
+    config.fixes.failed_conversion_lets_go = false;
     let checker = check("(q) a given-back token kept", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
 }
@@ -740,6 +788,8 @@ fn reverted_r_a_wake_up_from_the_old_master_gives_a_fence_lower_than_the_last() 
     let mut config = retried_conversions(Failover::Planned);
     config.give_backs_answered = true;
     config.fixes.grant_rereads_after_switch = false;
+    // The upgrade retried on the same hold, as before (s).
+    config.fixes.failed_conversion_lets_go = false;
     let checker = check("(r) a wake-up's fence kept", config, Some(FENCES));
     assert_violated(&*checker, FENCES);
 }
@@ -754,6 +804,7 @@ fn retried_downgrades(failover: Failover) -> Config {
             acquires: 1,
             downgrade: true,
             retry: true,
+            retry_alone: false,
         },
     ];
     config

@@ -419,39 +419,18 @@ fn renewals_run_as_functions_and_fall_back_to_scripts() {
 /// never reached), FUNCTION LOAD with a library's name, EVAL with 1, EVALSHA
 /// NOSCRIPT and anything else +OK; it logs each command's name.
 fn always_unloaded_redis(log: Arc<std::sync::Mutex<Vec<String>>>) -> u16 {
-    use std::io::{BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut writer = stream;
-                let mut parser = redis::Parser::new();
-                while let Ok(redis::Value::Array(args)) = parser.parse_value(&mut reader) {
-                    let name = match args.first() {
-                        Some(redis::Value::BulkString(b)) => {
-                            String::from_utf8_lossy(b).to_ascii_uppercase()
-                        }
-                        _ => String::new(),
-                    };
-                    let reply: &[u8] = match name.as_str() {
-                        "FCALL" => b"-ERR Function not found\r\n",
-                        "FUNCTION" => b"+redis_lease_x\r\n",
-                        "EVAL" => b":1\r\n",
-                        "EVALSHA" => b"-NOSCRIPT No matching script\r\n",
-                        _ => b"+OK\r\n",
-                    };
-                    log.lock().unwrap().push(name);
-                    if writer.write_all(reply).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    port
+    support::stand_in(move |args| {
+        let name = args[0].to_ascii_uppercase();
+        let reply: &[u8] = match name.as_str() {
+            "FCALL" => b"-ERR Function not found\r\n",
+            "FUNCTION" => b"+redis_lease_x\r\n",
+            "EVAL" => b":1\r\n",
+            "EVALSHA" => b"-NOSCRIPT No matching script\r\n",
+            _ => b"+OK\r\n",
+        };
+        log.lock().unwrap().push(name);
+        reply.to_vec()
+    })
 }
 
 /// A library loaded but missing again at once: the renewal loads it once, then

@@ -145,6 +145,9 @@ fn target<'a>(mut args: impl Iterator<Item = &'a [u8]>) -> Target {
 struct Node {
     addr: Addr,
     conn: Option<redis::Connection>,
+    /// Which of this link's connections `conn` is (each one made gets the next
+    /// number): a WAIT must go to the very connection that wrote.
+    made: u64,
 }
 
 /// A Cluster's slot map and this link's connections to its nodes (made when
@@ -161,10 +164,13 @@ pub(crate) struct Cluster {
     stale: bool,
     /// How long a reply may take, and a command may keep being redirected.
     timeout: Duration,
-    /// The slot and node of each command of the last call (`run`, `pipeline`)
-    /// that ran: the WAIT that follows a write must be asked on the connection
+    /// The slot, node and connection (`Node::made`) of each command that ran
+    /// since `begin` (every round of a renewal, a library loaded between
+    /// them): the WAIT that follows a write must be asked on the connection
     /// that wrote, or it would say every replica has it.
-    ran: Vec<(u16, usize)>,
+    ran: Vec<(u16, usize, u64)>,
+    /// The last `Node::made` given out.
+    made: u64,
     /// Whether a command was written to a node since `begin`: until one is,
     /// a failure (a node that cannot be reached, no master known) leaves
     /// nothing that may have run.
@@ -193,12 +199,14 @@ impl Cluster {
                 .map(|addr| Node {
                     addr: addr.clone(),
                     conn: None,
+                    made: 0,
                 })
                 .collect(),
             slots: Vec::new(),
             stale: true,
             timeout: ep.timeouts.read,
             ran: Vec::new(),
+            made: 0,
             wrote: false,
         };
         cluster.refresh(None)?;
@@ -213,9 +221,11 @@ impl Cluster {
         Ok(())
     }
 
-    /// A caller's call begins (a pool checkout): nothing of it written yet.
+    /// A caller's call begins (a pool checkout, a renewal): nothing of it
+    /// written yet.
     pub(crate) fn begin(&mut self) {
         self.wrote = false;
+        self.ran.clear();
     }
 
     /// Whether anything was written to a node since `begin`.
@@ -235,6 +245,8 @@ impl Cluster {
             })?;
             conn.set_read_timeout(Some(self.timeout))?;
             node.conn = Some(conn);
+            self.made += 1;
+            node.made = self.made;
         }
         Ok(node.conn.as_mut().expect("just made"))
     }
@@ -244,7 +256,11 @@ impl Cluster {
         match self.nodes.iter().position(|n| n.addr == addr) {
             Some(i) => i,
             None => {
-                self.nodes.push(Node { addr, conn: None });
+                self.nodes.push(Node {
+                    addr,
+                    conn: None,
+                    made: 0,
+                });
                 self.nodes.len() - 1
             }
         }
@@ -345,12 +361,12 @@ impl Cluster {
     /// Runs `cmd` where it belongs, following redirects (see the module's
     /// header). An error reply comes back as a value, as from a plain link.
     pub(crate) fn run(&mut self, req: Request) -> RedisResult<Value> {
-        self.ran.clear();
-        self.route(req)
+        self.route(req, Instant::now() + self.timeout)
     }
 
-    /// `run`, noting where the command ran in `ran`.
-    fn route(&mut self, cmd: Request) -> RedisResult<Value> {
+    /// `run`, redirected until `deadline` at most, noting where the command
+    /// ran in `ran`.
+    fn route(&mut self, cmd: Request, deadline: Instant) -> RedisResult<Value> {
         let slot = match cmd.target() {
             Target::Slot(slot) => slot,
             Target::Masters => return self.on_masters(cmd),
@@ -359,7 +375,6 @@ impl Cluster {
                 return self.send(i, cmd, false);
             }
         };
-        let deadline = Instant::now() + self.timeout;
         let mut pause = Duration::from_millis(5);
         let mut to: Option<(usize, bool)> = None;
         let mut redirects = 0;
@@ -380,7 +395,7 @@ impl Cluster {
             };
             let reply = self.send(i, cmd, asking)?;
             let Value::ServerError(e) = &reply else {
-                self.ran.push((slot, i));
+                self.ran.push((slot, i, self.nodes[i].made));
                 return Ok(reply);
             };
             let redirect = |code| {
@@ -452,26 +467,31 @@ impl Cluster {
         Ok(answer)
     }
 
-    /// WAIT on each connection that ran a command of the last call on `key`'s
-    /// slot (one, unless a redirect moved some): the fewest acknowledgements.
-    /// A WAIT on a connection that wrote nothing would say every replica has
-    /// it: with no such connection left (dropped, or nothing ran), an error.
+    /// WAIT on each connection that ran a command on `key`'s slot since
+    /// `begin` (one, unless a redirect moved some): the fewest
+    /// acknowledgements. A WAIT on a connection that wrote nothing would say
+    /// every replica has it: with no such connection left (dropped, or made
+    /// again since, or nothing ran), an error.
     pub(crate) fn wait(&mut self, key: &[u8], cmd: &Cmd) -> RedisResult<Value> {
         let slot = slot(key);
-        let mut nodes: Vec<usize> = self
+        let mut ran: Vec<(usize, u64)> = self
             .ran
             .iter()
             .filter(|r| r.0 == slot)
-            .map(|r| r.1)
+            .map(|r| (r.1, r.2))
             .collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        if nodes.is_empty() || nodes.iter().any(|&i| self.nodes[i].conn.is_none()) {
+        ran.sort_unstable();
+        ran.dedup();
+        let gone =
+            |&(i, made): &(usize, u64)| self.nodes[i].conn.is_none() || self.nodes[i].made != made;
+        if ran.is_empty() || ran.iter().any(gone) {
             return Err(io_error(
                 "WAIT without the connection that wrote",
                 format!("slot {slot} of {}", self.ep.location()),
             ));
         }
+        let mut nodes: Vec<usize> = ran.into_iter().map(|(i, _)| i).collect();
+        nodes.dedup();
         let mut fewest: Option<Value> = None;
         for i in nodes {
             let reply = self.send(i, Request::Built(cmd), false)?;
@@ -491,7 +511,9 @@ impl Cluster {
     /// serves gets a CLUSTERDOWN error in its place, as do the others' error
     /// replies. A failed round trip fails them all.
     pub(crate) fn pipeline(&mut self, cmds: &[Cmd]) -> RedisResult<Vec<Value>> {
-        self.ran.clear();
+        // One deadline for them all: those redirected are not given a read
+        // timeout each (a renewal's budget bounds the whole round trip).
+        let deadline = Instant::now() + self.timeout;
         let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
         let slots: Vec<Option<u16>> = cmds
             .iter()
@@ -572,7 +594,7 @@ impl Cluster {
             };
             for (c, v) in mine.into_iter().zip(got) {
                 if let (Some(s), false) = (slots[c], matches!(v, Value::ServerError(_))) {
-                    self.ran.push((s, node));
+                    self.ran.push((s, node, self.nodes[node].made));
                 }
                 replies[c] = Some(v);
             }
@@ -583,7 +605,7 @@ impl Cluster {
             let moved = matches!(&reply, Value::ServerError(e)
                 if matches!(e.code(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN"));
             out.push(if moved && keyed[c] {
-                self.route(Request::Built(&cmds[c]))?
+                self.route(Request::Built(&cmds[c]), deadline)?
             } else {
                 reply
             });

@@ -89,7 +89,7 @@ impl Codec {
     pub fn pack<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
         let packed = match self.algorithm {
             None => None,
-            Some(Algorithm::Lzf) => lzf::compress(data).ok(),
+            Some(Algorithm::Lzf) => lzf::compress(data).ok().or_else(|| lzf_literal(data, 32)),
             Some(Algorithm::Lz4) => lz4_pack(data),
             Some(Algorithm::Zstd) => {
                 let level = match self.level {
@@ -99,7 +99,23 @@ impl Codec {
                 zstd::bulk::compress(data, level).ok()
             }
         };
-        packed.map_or(Cow::Borrowed(data), Cow::Owned)
+        // What is stored must read back as `data`. LZF has no header, and its
+        // stream may also read as a serialized session (then it would be
+        // taken for one): another split of the literal runs reads otherwise.
+        let reads_back = |stored: &[u8]| self.unpack(stored).is_ok_and(|d| *d == *data);
+        if let Some(packed) = packed.filter(|p| reads_back(p)) {
+            return Cow::Owned(packed);
+        }
+        if self.algorithm == Some(Algorithm::Lzf) {
+            if let Some(packed) = (1..32)
+                .filter_map(|first| lzf_literal(data, first))
+                .find(|p| reads_back(p))
+            {
+                return Cow::Owned(packed);
+            }
+        }
+        // As phpredis: what could not be compressed is stored as it is.
+        Cow::Borrowed(data)
     }
 
     /// The session data stored as `stored`.
@@ -112,11 +128,16 @@ impl Codec {
             Algorithm::Lz4 => lz4_unpack(stored),
             Algorithm::Zstd => zstd_unpack(stored),
         };
+        // LZ4's and zstd's headers (a checksum, a magic number) and exact sizes
+        // say a frame is one: what it decodes to is the data, whatever it reads
+        // as (the header itself may read as a session: a CRC-8 byte of 0x80
+        // starts a msgpack map).
+        let headed = algorithm != Algorithm::Lzf;
         match decoded {
             // Decoded into a session: compressed data. Decoded into something else
             // while the bytes themselves read as a session (LZF has no header: a
             // plain session may happen to decode): plain data after all.
-            Ok(Some(d)) if looks_plain(&d) || !looks_plain(stored) => Ok(Cow::Owned(d)),
+            Ok(Some(d)) if headed || looks_plain(&d) || !looks_plain(stored) => Ok(Cow::Owned(d)),
             Err(e @ Undecodable::TooLarge(_)) if !looks_plain(stored) => Err(e),
             _ if looks_plain(stored) => Ok(Cow::Borrowed(stored)),
             _ => Err(Undecodable::Garbage),
@@ -148,6 +169,23 @@ fn lz4_pack(data: &[u8]) -> Option<Vec<u8>> {
     out.push(crc8(&header));
     out.extend_from_slice(&header);
     out.extend_from_slice(&lz4_flex::block::compress(data));
+    Some(out)
+}
+
+/// `data` as an LZF stream of literal runs alone (a run of up to 32 bytes after
+/// a byte saying its length less one), the first of `first` bytes: what LZF
+/// stores for data it cannot shrink (liblzf, as phpredis calls it, is given
+/// room to grow). phpredis reads it back; `None` for empty data.
+fn lzf_literal(data: &[u8], first: usize) -> Option<Vec<u8>> {
+    if data.is_empty() {
+        return None;
+    }
+    let (head, rest) = data.split_at(first.min(data.len()));
+    let mut out = Vec::with_capacity(data.len() + data.len() / 32 + 2);
+    for run in std::iter::once(head).chain(rest.chunks(32)) {
+        out.push((run.len() - 1) as u8);
+        out.extend_from_slice(run);
+    }
     Some(out)
 }
 
@@ -272,6 +310,46 @@ mod tests {
             assert_eq!(c.unpack(b"").unwrap(), &b""[..], "{name}: empty is empty");
         }
         assert_eq!(codec("none").pack(SESSION), SESSION);
+    }
+
+    /// Data that is not a serialized session (an encrypted Laravel session:
+    /// base64 of JSON) reads back as written. Before, what LZF could not shrink
+    /// was stored as it is, which then read as neither LZF nor a session: the
+    /// session was kept unreadable and every later write dropped.
+    #[test]
+    fn data_that_is_no_session_reads_back_as_written() {
+        const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for name in ["lzf", "lz4", "zstd"] {
+            let c = codec(name);
+            let mut no_session = 0;
+            for len in (1..400).step_by(7) {
+                let mut data = b"eyJpdiI6".to_vec();
+                data.extend((0..len).map(|_| B64[next() % 64]));
+                // (Some happen to read as php_binary: a first byte that says
+                // how long a name is, a type letter after it.)
+                no_session += usize::from(!looks_plain(&data));
+                let packed = c.pack(&data);
+                assert_eq!(
+                    c.unpack(&packed).map(|d| d.into_owned()),
+                    Ok(data.clone()),
+                    "{name}, {} bytes",
+                    data.len()
+                );
+            }
+            assert!(no_session > 40, "{name}: {no_session} of 57 no session");
+            // Every byte at once: no shorter form, and no first run LZF would
+            // take for a session.
+            let mut data: Vec<u8> = (0..=255u8).collect();
+            data.rotate_left(b'a' as usize - 31);
+            assert_eq!(c.unpack(&c.pack(&data)).map(|d| d.into_owned()), Ok(data));
+        }
     }
 
     #[test]

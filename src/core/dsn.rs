@@ -538,6 +538,13 @@ impl Parser<'_> {
                  redis-sentinel://h1:26379,h2:26379/mymaster",
             ));
         }
+        // A '/' left unencoded in a password splits it: the rest would pass for
+        // the service, and show (in messages, phpinfo) as its name.
+        if service.contains('@') {
+            return Err(self.fail(
+                "a Sentinel service name has no '@': percent-encode a '/' in the password as %2F",
+            ));
+        }
         ep.topology = Topology::Sentinel {
             sentinels: self.host_list(hosts, 26379)?,
             service,
@@ -1159,6 +1166,8 @@ mod tests {
             // Sentinel without a service; sentinel_auth elsewhere.
             "redis-sentinel://s1:26379",
             "redis-sentinel://s1:26379/",
+            // A '/' left unencoded in the password.
+            "redis-sentinel://s3cr/et@h1:26379",
             "redis://h?sentinel_auth=x",
             // Cluster with a database; no seeds.
             "redis-cluster://n1:7000/2",

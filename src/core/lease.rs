@@ -788,7 +788,22 @@ impl Lease {
         }
         let settled = match c.token() {
             Some(_) => self.resolve(token, c.ttl()).map(drop),
-            None => self.abandon(token, c.ttl()),
+            None => self.resolve(token, c.ttl()).and_then(|found| match found {
+                None => Ok(()),
+                Some(_) => match self.release_token(token) {
+                    // Refused: nothing ran, and the token still holds (the
+                    // caller's to settle).
+                    Err(e @ Error::Reply(_)) => Err(e),
+                    // Found holding, and its release may still run: never
+                    // adopted as a hold again (`left_to_settle`), finished by
+                    // the process's next call.
+                    Err(_) => {
+                        self.defer(token.clone(), c.ttl());
+                        Ok(())
+                    }
+                    Ok(_) => Ok(()),
+                },
+            }),
         };
         match settled {
             Ok(()) => error,
@@ -999,9 +1014,12 @@ impl Lease {
 
     /// Releases the lock whoever holds it, handing it to the first waiter (with a
     /// fresh fencing token, so the holder it was taken from is fenced off). True
-    /// when it was held. Running it twice (after a lost reply) may free a lock
-    /// handed on by the first run: forcing is forcing.
+    /// when it was held. Run again after a lost reply, it answers by its marker:
+    /// a second run would free the lock the first handed to a waiter.
     pub fn force_release(&self) -> Result<bool> {
+        let nonce = Token::generate();
+        let marker = self.keys.marker(b"forced", &nonce);
+        let ttl = marker_ttl(&self.endpoint).as_millis().to_string();
         let n: i64 = self.call_idempotent(|c| {
             let n: i64 = scripts::FORCE_RELEASE
                 .key(self.keys.lock())
@@ -1009,6 +1027,8 @@ impl Lease {
                 .key(self.keys.waiters())
                 .key(self.keys.terms())
                 .key(self.keys.holders())
+                .key(&marker[..])
+                .arg(&ttl)
                 .call(&mut *c.inner)?;
             let acks = self.wait_replicas(c, n == 1)?;
             let _ = self.replicated(acks, "The lock was released");
@@ -1217,6 +1237,18 @@ impl Leftover for Abandon {
     fn settle(&self) -> Result<()> {
         self.lease.abandon(&self.token, self.ttl)
     }
+}
+
+/// How long the marker of a script that may be sent again (a forced release;
+/// a write or revocation of a session the request does not hold) lasts: past
+/// the retry of `call_idempotent`, which may come after a connect, a Sentinel's
+/// answer, the first run's reply and its WAIT, then its own connect.
+pub(crate) fn marker_ttl(ep: &Endpoint) -> Duration {
+    let t = &ep.timeouts;
+    let wait = ep
+        .wait
+        .map_or(Duration::ZERO, |w| w.timeout.unwrap_or(t.read));
+    (t.connect + t.read + wait) * 2 + Duration::from_secs(1)
 }
 
 /// What an acquire got.

@@ -4,7 +4,9 @@
 //! acquire (its token may hold the lease, or a place in the queue) and a release
 //! (it may still run). Every later call settles them first, so a token is never
 //! used again once its release was sent, and an acquire's lease is never left
-//! to nobody.
+//! to nobody. A release that failed any other way, and a conversion (upgrade,
+//! downgrade) that ended in an error, leave the hold the same way: let go, its
+//! release completed by the next call.
 //!
 //! A hold the watchdog gave up on (a renewal it could not confirm in time, a
 //! failover) is no longer counted on, but is kept until released: Redis may still
@@ -33,7 +35,11 @@ pub struct Lock {
     hold: Option<Hold>,
     /// An acquire whose outcome Redis could not confirm yet.
     unresolved: Option<Token>,
-    /// A release of `hold` timed out: it may have run, or may still run.
+    /// `hold` is let go: its release failed, or is owed after a conversion
+    /// that ended in an error. It is never counted on again; the next call (or
+    /// the object's end) completes the release.
+    let_go: bool,
+    /// ... and a release of it timed out: it may have run, or may still run.
     release_sent: bool,
     /// Every hold is renewed by the watchdog until it ends.
     auto_renew: bool,
@@ -59,6 +65,7 @@ impl Lock {
             ttl,
             hold: None,
             unresolved: None,
+            let_go: false,
             release_sent: false,
             auto_renew: false,
             permits: None,
@@ -78,8 +85,7 @@ impl Lock {
     /// How many permits the semaphore's hold takes (its weight), when it holds
     /// one: a restored hold's is asked of Redis first.
     pub fn held_weight(&mut self) -> Result<Option<u32>> {
-        self.settle(true)?;
-        self.verify()?;
+        self.settled()?;
         Ok(self.hold().and(self.weight))
     }
 
@@ -87,8 +93,7 @@ impl Lock {
     /// `acquire`). A hold it has already is extended, whatever its weight: the
     /// caller checks the weight it asks for is the one held (`held_weight`).
     pub fn acquire_permits(&mut self, wait: Duration, weight: u32) -> Result<bool> {
-        self.settle(true)?;
-        self.verify()?;
+        self.settled()?;
         if self.hold().is_none() {
             self.weight = Some(weight);
         }
@@ -124,6 +129,14 @@ impl Lock {
             }
         }
         Ok(self)
+    }
+
+    /// Settles what earlier calls left open (see `settle`), then asks Redis
+    /// what a restored hold is: what a call that counts on our hold, or takes a
+    /// new one, starts from.
+    fn settled(&mut self) -> Result<()> {
+        self.settle(true)?;
+        self.verify()
     }
 
     /// Asks Redis what a restored hold is (see `restore`), once.
@@ -174,6 +187,11 @@ impl Lock {
     /// request ends, no renewal. It lives on until its ttl, or until released by
     /// its token (see `restore`). Its token, if there was a hold.
     pub fn detach(&mut self) -> Option<Token> {
+        // A hold let go is not handed out: its release is owed, or may still
+        // run (and free the lease under whoever restores the token).
+        if self.let_go {
+            return None;
+        }
         let hold = self.hold.take()?;
         hold.stop_watch();
         request::untrack(self.id);
@@ -209,8 +227,9 @@ impl Lock {
 
     /// The hold we believe we have (Redis may have let it expire since); not one
     /// the watchdog found lost.
+    /// Our hold, unless it is lost or let go (see `let_go`).
     pub fn hold(&self) -> Option<&Hold> {
-        self.hold.as_ref().filter(|h| !h.lost())
+        self.hold.as_ref().filter(|h| !h.lost() && !self.let_go)
     }
 
     pub fn token(&self) -> Option<&Token> {
@@ -220,6 +239,11 @@ impl Lock {
     /// What we hold (`Some(shared)`), as far as we know; a restored hold is
     /// asked about first, for its kind is unknown until then.
     pub fn holding(&mut self) -> Result<Option<bool>> {
+        // A hold let go, or an acquire left unresolved, is none to nest in: the
+        // caller's acquire() settles it, and releases what it then holds.
+        if self.let_go || self.unresolved.is_some() {
+            return Ok(None);
+        }
         self.verify()?;
         Ok(self.hold().map(|h| h.shared))
     }
@@ -320,10 +344,11 @@ impl Lock {
         if let Some(token) = self.unresolved.clone() {
             self.adopt_unresolved(token)?;
         }
-        if release && self.release_sent {
+        if release && self.let_go {
             if let Some(hold) = self.hold.clone() {
-                self.lease.release(&hold, true)?;
+                self.lease.release(&hold, self.release_sent)?;
             }
+            self.let_go = false;
             self.release_sent = false;
             self.set_hold(None, 0);
         }
@@ -353,8 +378,7 @@ impl Lock {
     pub fn acquire(&mut self, wait: Duration) -> Result<bool> {
         // An acquire left unresolved (of either kind) is settled first: the hold
         // it finds is then converted, not taken for what this call asks for.
-        self.settle(true)?;
-        self.verify()?;
+        self.settled()?;
         let want = match self.permits {
             Some(n) => Want::Permit(n, self.weight.unwrap_or(1)),
             None => Want::Alone,
@@ -374,8 +398,7 @@ impl Lock {
     /// hold, with nobody let in between); false when a writer keeps it (or is
     /// first in line) past `wait`.
     pub fn acquire_read(&mut self, wait: Duration) -> Result<bool> {
-        self.settle(true)?;
-        self.verify()?;
+        self.settled()?;
         if self.hold().is_some_and(|h| !h.shared) {
             return self.convert(Want::Downgrade, wait);
         }
@@ -456,24 +479,24 @@ impl Lock {
                 Err(e)
             }
             Err(e) => {
-                self.forget_kind();
+                self.let_hold_go();
                 Err(e)
             }
         }
     }
 
     /// After a conversion that ended in an error (no reply in time, too few
-    /// replicas), our hold may be what it was, converted (a downgrade that ran
-    /// let readers in), or released (a WAIT shortfall gives the grant back):
-    /// until Redis is asked (as for a restored hold), nothing depends on its
-    /// kind and nothing is counted on. Its token stays ours to release.
-    fn forget_kind(&mut self) {
-        if let Some(old) = self.hold.take() {
-            old.stop_watch();
-            let hold = Hold::found(old.token, 0, self.ttl, Instant::now(), Some(Duration::ZERO));
-            request::track(self.id, &self.lease, &hold);
-            self.hold = Some(hold);
-            self.unverified = true;
+    /// replicas), our hold may be what it was, converted, or released (a WAIT
+    /// shortfall gives the grant back), and the attempt may still be on its way
+    /// to Redis: a downgrade that runs after we asked would let readers in
+    /// beside a holder told it holds alone. Nothing can rule that out, so the
+    /// hold is let go: never counted on again, and its release (owner-checked,
+    /// it frees whatever the late attempt made of it) completed by the next
+    /// call, as after a release that timed out.
+    fn let_hold_go(&mut self) {
+        if let Some(hold) = &self.hold {
+            hold.stop_watch();
+            self.let_go = true;
         }
     }
 
@@ -491,18 +514,22 @@ impl Lock {
             // Redis stopped answering the watchdog: the delete is left to this
             // process's next call there, rather than waiting for a timeout now.
             self.lease.release_or_defer(&hold, self.release_sent, false);
+            self.let_go = false;
             self.release_sent = false;
             self.set_hold(None, 0);
             return Ok(false);
         }
         match self.lease.release(&hold, self.release_sent) {
             Ok(released) => {
+                self.let_go = false;
                 self.release_sent = false;
                 self.set_hold(None, 0);
                 Ok(released && !hold.lost())
             }
             Err(e) => {
-                // Still ours as far as we know; the next call settles it.
+                // Let go all the same (a release that failed before it ran
+                // stopped the renewals): the next call completes it.
+                self.let_go = true;
                 self.release_sent |= matches!(e, Error::Unresolved { .. });
                 Err(e)
             }
@@ -537,8 +564,7 @@ impl Lock {
     /// The fencing token of our hold (assigned on the first request, one round
     /// trip); `None` when we do not hold the lock, or Redis says it was lost.
     pub fn fence(&mut self) -> Result<Option<i64>> {
-        self.verify()?;
-        self.settle(true)?;
+        self.settled()?;
         // A shared hold (a reader, a permit) has no fencing token.
         let Some(mut hold) = self.hold.clone().filter(|h| !h.lost() && !h.shared) else {
             return Ok(None);

@@ -612,7 +612,7 @@ impl SessionStore {
             }
             Mode::Unlocked => {
                 let key = s.data_key();
-                s.lease.call_idempotent(|c| {
+                let acks = s.lease.call_idempotent(|c| {
                     let mut cmd = match op {
                         "write" => redis::cmd("SET"),
                         "touch" => redis::cmd("EXPIRE"),
@@ -624,8 +624,10 @@ impl SessionStore {
                         "touch" => cmd.arg(secs),
                         _ => &mut cmd,
                     };
-                    cmd.query::<Value>(&mut c.inner)
+                    cmd.query::<Value>(&mut c.inner)?;
+                    s.lease.wait_replicas(c, true)
                 })?;
+                s.lease.replicated(acks, "The session was saved")?;
                 Ok(Saved::Yes)
             }
             Mode::Readonly => Ok(Saved::Discarded),
@@ -775,17 +777,10 @@ impl SessionStore {
         })
     }
 
-    /// How long the marker of a call that may be sent again (a write or a
-    /// revocation of a session the request does not hold) lasts: past the
-    /// retry of `call_idempotent`, which may come after a connect, a Sentinel's
-    /// answer, the first run's reply and its WAIT, then its own connect.
+    /// How long the marker of a write or a revocation of a session the
+    /// request does not hold lasts (see `Lease::marker_ttl`).
     fn marker_ttl(&self) -> Duration {
-        let t = &self.endpoint.timeouts;
-        let wait = self
-            .endpoint
-            .wait
-            .map_or(Duration::ZERO, |w| w.timeout.unwrap_or(t.read));
-        (t.connect + t.read + wait) * 2 + Duration::from_secs(1)
+        crate::core::lease::marker_ttl(&self.endpoint)
     }
 
     /// Whether session `id` has data (for session.use_strict_mode).
@@ -811,7 +806,7 @@ impl SessionStore {
         // One marker per revocation, so that running it again (after a lost reply)
         // does not revoke the next holder as well.
         let nonce = Token::generate();
-        lease.call_idempotent(|c| {
+        let acks = lease.call_idempotent(|c| {
             scripts::SESSION_REVOKE
                 .key(lease.keys.data.as_deref().unwrap_or_default())
                 .key(lease.keys.lock())
@@ -819,9 +814,12 @@ impl SessionStore {
                 .key(lease.keys.terms())
                 .key(lease.keys.marker(b"revoked", &nonce))
                 .arg(millis(self.marker_ttl()))
-                .call::<i64>(&mut *c.inner)
+                .call::<i64>(&mut *c.inner)?;
+            // A logout a failover could undo (the data back, the revoked
+            // holder's save accepted) is not reported done.
+            lease.wait_replicas(c, true)
         })?;
-        Ok(())
+        lease.replicated(acks, "The session was destroyed")
     }
 
     /// A new session id of `length` characters of `bits` bits each (PHP's

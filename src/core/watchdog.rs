@@ -803,6 +803,9 @@ fn renew_on(
         }
     }
     let conn = link.as_mut().expect("just opened");
+    // Its rounds and the WAIT after them are one call (a Cluster link notes
+    // where each renewal ran, for the WAIT).
+    conn.begin();
     // Never wait for a reply much past the moment the first lease could end.
     let now = Instant::now();
     let first_end = group.iter().map(|r| r.safe_until()).min().unwrap_or(now);

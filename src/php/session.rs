@@ -173,6 +173,9 @@ pub struct Handler {
     /// The process that made the handler. A child made by pcntl_fork() inherits
     /// the parent's open session; the parent keeps it (and its lock).
     pid: u32,
+    /// In a forked child, the id of the session the parent had open: the
+    /// child never writes, touches or destroys it (unless it reads it itself).
+    parents: Option<String>,
     /// The DSN it was built from (the native handler's save_path).
     dsn: String,
     form: Form,
@@ -190,6 +193,7 @@ impl Handler {
             store,
             session: None,
             pid: crate::core::pid::current(),
+            parents: None,
             dsn,
             form,
             seen: Vec::new(),
@@ -236,18 +240,25 @@ impl Handler {
 
     /// In a forked child, forgets the session the parent has open: writing,
     /// unlocking or destroying it here would take it from under the parent.
-    fn leave_parents_session(&mut self) -> bool {
-        if self.pid == crate::core::pid::current() {
-            return false;
+    /// Whether `id` is that session (calls on it are left alone).
+    fn parents_session(&mut self, id: &str) -> bool {
+        if self.pid != crate::core::pid::current() {
+            self.pid = crate::core::pid::current();
+            self.parents = self
+                .session
+                .take()
+                .filter(|s| !matches!(s.mode, Mode::Done))
+                .map(|s| s.id.clone());
         }
-        self.pid = crate::core::pid::current();
-        self.session = None;
-        true
+        self.parents.as_deref() == Some(id)
     }
 
     /// Locks and reads session `id`: `Some(data)` ("" for a new session), `None` on failure.
     pub fn read(&mut self, id: &str) -> Out<Option<Vec<u8>>> {
-        self.leave_parents_session();
+        if self.parents_session(id) {
+            // Read (and locked) here: the child's own from now on.
+            self.parents = None;
+        }
         // session_reset() reads the session it already holds open: read it again
         // under the same lock rather than unlocking it for a moment.
         if let Some(s) = self
@@ -314,7 +325,7 @@ impl Handler {
     }
 
     pub fn write(&mut self, id: &str, data: &[u8], max_lifetime: Duration) -> Out<bool> {
-        if self.leave_parents_session() {
+        if self.parents_session(id) {
             return Out::ok(true);
         }
         let ttl = self.ttl(max_lifetime);
@@ -437,7 +448,7 @@ impl Handler {
     }
 
     pub fn update_timestamp(&mut self, id: &str, max_lifetime: Duration) -> Out<bool> {
-        if self.leave_parents_session() {
+        if self.parents_session(id) {
             return Out::ok(true);
         }
         let ttl = self.ttl(max_lifetime);
@@ -455,7 +466,7 @@ impl Handler {
     }
 
     pub fn destroy(&mut self, id: &str) -> Out<bool> {
-        if self.leave_parents_session() {
+        if self.parents_session(id) {
             return Out::warn(
                 false,
                 format!(
@@ -479,14 +490,14 @@ impl Handler {
             Ok(()) => Out::ok(true),
             Err(e) => Out::warn(
                 false,
-                format!("session {} was not destroyed: {e}", short_id(id)),
+                format!("destroying session {} failed: {e}", short_id(id)),
             ),
         }
     }
 
     /// Unlocks without writing, if still locked.
     pub fn close(&mut self) -> Out<bool> {
-        self.leave_parents_session();
+        self.parents_session("");
         let Some(mut s) = self.session.take() else {
             return Out::ok(true);
         };
@@ -540,9 +551,7 @@ impl Drop for Handler {
     /// A handler object destroyed (or constructed again) with its session still
     /// open must not keep the lock until its ttl.
     fn drop(&mut self) {
-        if self.leave_parents_session() {
-            return;
-        }
+        self.parents_session("");
         if let Some(mut s) = self.session.take() {
             self.store.close_or_defer(&mut s, crate::php::in_teardown());
         }

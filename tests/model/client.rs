@@ -35,6 +35,8 @@ pub enum Program {
         downgrade: bool,
         /// After a downgrade that threw, acquireRead() once more.
         retry: bool,
+        /// After a downgrade that threw, acquire() once more.
+        retry_alone: bool,
     },
     /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
     /// once (with a wait), hold, release.
@@ -139,7 +141,8 @@ pub enum Req {
     Save { token: Token, data: Data },
     /// session.rs `saved_before` for a write (and WAIT).
     SavedBefore { data: Data },
-    /// session_revoke.lua (no WAIT: `SessionStore::revoke` asks for none).
+    /// session_revoke.lua (`SessionStore::revoke` WAITs after it, unmodelled:
+    /// no revoker runs in a config with failovers).
     Revoke { nonce: u8 },
     /// `Lease::abandon` left to later (`pending`, `give_up`): resolve.lua, and
     /// release.lua when the token holds the lease. Only ever an orphan.
@@ -250,6 +253,8 @@ pub enum Via {
     Settled,
     /// `DistributedLock::restore()` of another's detached token.
     Restored,
+    /// Its conversion ended in an error: let go, its release owed (fix (s)).
+    LetGo,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

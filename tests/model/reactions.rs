@@ -77,7 +77,10 @@ impl System {
             }
             (
                 Program::Writer {
-                    downgrade, retry, ..
+                    downgrade,
+                    retry,
+                    retry_alone,
+                    ..
                 },
                 Pc::Held,
             ) => {
@@ -87,6 +90,10 @@ impl System {
                 // The downgrade threw: acquireRead() once more.
                 if retry && kind == Some(Kind::Unknown) && client.refreshes == client.ops {
                     ops.push(Op::Retry(Want::Shared));
+                }
+                // ... or acquire().
+                if retry_alone && kind == Some(Kind::Unknown) && client.refreshes == client.ops {
+                    ops.push(Op::Retry(Want::Alone));
                 }
                 let unfenced = client.hold.is_some_and(|h| h.fence == 0);
                 if counting && cfg.fence_ops && kind == Some(Kind::Alone) && unfenced {
@@ -296,8 +303,18 @@ impl System {
             return;
         }
         match client.hold {
+            // (s) A failed conversion's hold is let go: released (what the
+            // attempt still on its way makes of it is freed too, or finds
+            // nothing), and the lock claimed afresh.
+            Some(h) if h.via == Via::LetGo => {
+                say(|| format!("c{c} lets go of {:?}, its conversion failed", h.token));
+                client.hold = None;
+                let node = client.generation - 1;
+                s.orphan(&self.config, node, Req::Release { token: h.token });
+                self.claim(s, c, want, None, self.config.wait);
+            }
             // A failed conversion's hold (one given back was let go at once:
-            // `claim_failed`): `verify` first.
+            // `claim_failed`), or a restored one: `verify` first.
             Some(h) if h.kind == Kind::Unknown => {
                 client.pc = Pc::Verifying {
                     asked: now,
@@ -942,9 +959,13 @@ impl System {
             client.pc = Pc::Idle;
             return;
         }
+        let lets_go = self.config.fixes.failed_conversion_lets_go;
         if let Some(h) = client.hold.as_mut().filter(|_| fix) {
             h.kind = Kind::Unknown;
             h.watch.end = h.watch.end.min(now);
+            if lets_go {
+                h.via = Via::LetGo;
+            }
         }
     }
 

@@ -195,6 +195,12 @@ pub struct Fixes {
     /// master's fence is counted on, beside the new master's own grant of the
     /// token with a fence of its own.
     pub grant_rereads_after_switch: bool,
+    /// (s) A conversion that ends in an error lets the hold go: its next call
+    /// releases the token (owner-checked, whatever the attempt, which may
+    /// still be on its way, makes of it) and claims afresh (`Lock::let_go`).
+    /// Off: it asks Redis what the hold is (`verify`) and counts on the
+    /// answer, which a late downgrade then changes.
+    pub failed_conversion_lets_go: bool,
 }
 
 /// Where the failover is.

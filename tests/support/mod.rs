@@ -634,3 +634,138 @@ pub fn migrate(from: &RedisServer, to: &RedisServer, keys: Vec<Vec<u8>>) {
         .query(&mut from.conn())
         .unwrap();
 }
+
+/// A stand-in for a Redis server (or a sentinel) on a free port: each command
+/// (an array of bulk strings, as text) gets the RESP bytes `reply` makes of it.
+/// Every connection gets a thread of its own; the server lives as long as the
+/// test binary.
+pub fn stand_in<F>(reply: F) -> u16
+where
+    F: Fn(&[String]) -> Vec<u8> + Send + Sync + 'static,
+{
+    use std::io::{BufReader, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reply = std::sync::Arc::new(reply);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                let mut parser = redis::Parser::new();
+                while let Ok(redis::Value::Array(args)) = parser.parse_value(&mut reader) {
+                    let args: Vec<String> = args
+                        .iter()
+                        .map(|a| match a {
+                            redis::Value::BulkString(b) => String::from_utf8_lossy(b).into(),
+                            _ => String::new(),
+                        })
+                        .collect();
+                    if args.is_empty() || writer.write_all(&reply(&args)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A TCP proxy to a local port whose scripts and functions (FCALL, EVALSHA,
+/// EVAL), while held, wait (and are counted) until let through; everything
+/// else goes through (a BLPOP of a waiter whose nap ran out just before the
+/// hold, the ROLE of a new link).
+pub struct HoldingProxy {
+    pub port: u16,
+    gate: std::sync::Arc<(std::sync::Mutex<Gate>, std::sync::Condvar)>,
+}
+
+#[derive(Debug, Default)]
+pub struct Gate {
+    on: bool,
+    /// How many scripts go through before the hold takes effect.
+    pass: usize,
+    /// Bytes held so far.
+    held: usize,
+}
+
+impl HoldingProxy {
+    pub fn start(target: u16) -> HoldingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let gate = std::sync::Arc::new((
+            std::sync::Mutex::new(Gate::default()),
+            std::sync::Condvar::new(),
+        ));
+        let shared = gate.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let (mut from_server, mut to_client) =
+                    (server.try_clone().unwrap(), client.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from_server, &mut to_client);
+                    let _ = to_client.shutdown(std::net::Shutdown::Both);
+                });
+                let gate = shared.clone();
+                let (mut from_client, mut to_server) = (client, server);
+                std::thread::spawn(move || {
+                    use std::io::{Read, Write};
+                    let mut buf = [0u8; 16384];
+                    while let Ok(n) = from_client.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        let (lock, cv) = &*gate;
+                        let mut state = lock.lock().unwrap();
+                        let script = [&b"FCALL"[..], b"EVALSHA", b"EVAL"]
+                            .iter()
+                            .any(|name| buf[..n].windows(name.len()).any(|w| w == *name));
+                        if state.on && script && state.pass > 0 {
+                            state.pass -= 1;
+                        } else if state.on && script {
+                            state.held += n;
+                            cv.notify_all();
+                            while state.on {
+                                state = cv.wait(state).unwrap();
+                            }
+                        }
+                        drop(state);
+                        if to_server.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to_server.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        HoldingProxy { port, gate }
+    }
+
+    pub fn hold(&self, on: bool) {
+        self.hold_after(on, 0);
+    }
+
+    /// Holds (or lets through) scripts, after `pass` more have gone through.
+    /// What is held already stays held while `on`.
+    pub fn hold_after(&self, on: bool, pass: usize) {
+        let (lock, cv) = &*self.gate;
+        let mut gate = lock.lock().unwrap();
+        gate.on = on;
+        gate.pass = pass;
+        gate.held = 0;
+        cv.notify_all();
+    }
+
+    /// Blocks until some client bytes are held (since `hold_after`).
+    pub fn await_held(&self, limit: Duration) {
+        let (lock, cv) = &*self.gate;
+        let (state, timeout) = cv
+            .wait_timeout_while(lock.lock().unwrap(), limit, |s| s.held == 0)
+            .unwrap();
+        assert!(!timeout.timed_out(), "nothing held: {:?}", *state);
+    }
+}

@@ -4,9 +4,21 @@
 -- token: a holder it was taken from is fenced off. Readers' shared holds are
 -- released too.
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters, KEYS[4] their terms,
--- KEYS[5] shared holds
+-- KEYS[5] shared holds, KEYS[6] this forced release's marker
+-- ARGV[1] how long the marker lasts, in ms
 -- Returns 1 when it was held (now free or handed on), 0 when it was free.
+-- Sent again (its reply was lost), it answers as its first run did and frees
+-- nothing: the first run may have handed the lock to a waiter, who did nothing
+-- wrong. The marker is written again then, so that a WAIT that follows covers
+-- the first run (the replication stream keeps their order); the first run sets
+-- it after the DEL, so that under maxmemory it is never the write refused.
+local done = redis.call('GET', KEYS[6])
+if done then
+  redis.call('PEXPIRE', KEYS[6], ARGV[1])
+  return tonumber(done)
+end
 local held = redis.call('DEL', KEYS[1], KEYS[5])
+redis.call('SET', KEYS[6], held > 0 and '1' or '0', 'PX', ARGV[1])
 if held == 0 then
   return 0
 end

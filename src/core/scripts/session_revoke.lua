@@ -10,8 +10,11 @@
 -- A revocation sent again (its reply was lost) must act neither on a lease taken
 -- since (the first run may have handed it on) nor on data saved since: every run
 -- leaves its marker, set after the DEL so that under maxmemory (a script that has
--- written runs to its end) it is never the write refused.
+-- written runs to its end) it is never the write refused. Found again, the marker
+-- is written again, so that a WAIT that follows covers the first run's writes
+-- (the replication stream keeps their order).
 if redis.call('EXISTS', KEYS[5]) == 1 then
+  redis.call('PEXPIRE', KEYS[5], ARGV[1])
   return 2
 end
 redis.call('DEL', KEYS[1])
