@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::lease::{Hold, Lease, LeaseKeys};
-use redis_lease::core::metrics::{self, Counter};
 use redis_lease::core::session::{Saved, SessionConfig, SessionStore};
 use support::{await_until, exists, info_count, migrate, ClusterSet};
 
@@ -378,14 +377,14 @@ fn wait_replicas_on_a_cluster_waits_on_the_keys_master() {
     // Renewals are waited for too, each on its own key's master.
     let ttl = Duration::from_millis(600);
     let mut locks = renewed_locks(&dsn, &names_on_every_master(&set, 3), ttl);
-    let shortfalls = metrics::get(Counter::WaitShortfalls);
     // Four ttls of doing nothing: only acknowledged renewals keep them held.
+    // (Each hold says so: the process-wide shortfall count is shared with the
+    // other tests of this binary that run beside this one.)
     std::thread::sleep(ttl * 4);
     for l in &mut locks {
         assert!(l.hold().is_some(), "renewed and acknowledged");
         assert!(l.release().unwrap());
     }
-    assert_eq!(metrics::get(Counter::WaitShortfalls), shortfalls);
 }
 
 #[test]

@@ -395,7 +395,7 @@ fn an_unresolved_acquire_settled_across_a_switch_takes_the_new_masters_fence() {
     let named = Arc::new(Mutex::new((proxy.port, 1)));
     let sentinel = stand_in_sentinel("settled", named.clone());
     let dsn = format!(
-        "redis-sentinel://127.0.0.1:{sentinel}/settled?wait_replicas=1&wait_timeout=5000&read_timeout=3"
+        "redis-sentinel://127.0.0.1:{sentinel}/settled?wait_replicas=1&wait_timeout=5000&read_timeout=10"
     );
     let mut lock = Lock::new(lease(&dsn, "settled"), SEC * 30);
     // Warm up: what the stop below hits is the script itself.
@@ -471,7 +471,7 @@ fn a_give_up_whose_release_goes_unanswered_is_never_adopted() {
     let (a, _replica) = master_and_replica();
     let proxy = HoldingProxy::start(a.port);
     let dsn = format!(
-        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=2000&read_timeout=1",
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=2000&read_timeout=2",
         proxy.port
     );
     let mut waiter = Lock::new(lease(&dsn, "gaveup"), SEC * 30);

@@ -48,7 +48,7 @@ fn unresolved_acquire(
 fn acquire_extends_an_adopted_lease_to_the_full_ttl() {
     let server = RedisServer::start();
     let ttl = Duration::from_millis(1500);
-    let (mut lock, _) = unresolved_acquire(&server, "adopt", ttl, "0.2");
+    let (mut lock, _) = unresolved_acquire(&server, "adopt", ttl, "1");
     // Let most of the adopted lease run out before asking again.
     await_until(Duration::from_secs(5), "the lease to run low", || {
         pttl(&server, "lock:{adopt}") < 600
@@ -362,7 +362,9 @@ fn a_release_left_unanswered_hands_out_no_token() {
     assert!(lock.hold().is_none(), "no token to hand out (getToken())");
     assert!(lock.detach().is_none(), "detach() hands out nothing");
     proxy.hold(false);
-    // The next call completes the release; the lock is free.
+    // The next call completes the release (sent again, owner-checked, answered
+    // after the late one); the lock is free.
+    assert!(lock.inspect().unwrap().is_none());
     assert_eq!(lock.holding().unwrap(), None);
     let mut other = Lock::new(lease(&server, "", "late_release"), SEC * 30);
     assert!(other.acquire(Duration::ZERO).unwrap());
@@ -432,7 +434,7 @@ fn a_hold_let_go_is_not_said_released_once_another_took_it() {
 #[test]
 fn an_unresolved_acquire_is_no_hold_to_nest_in() {
     let server = RedisServer::start();
-    let (mut lock, _) = unresolved_acquire(&server, "nest", SEC * 30, "0.3");
+    let (mut lock, _) = unresolved_acquire(&server, "nest", SEC * 30, "1");
     assert_eq!(lock.holding().unwrap(), None);
     assert!(
         lock.acquire(Duration::ZERO).unwrap(),

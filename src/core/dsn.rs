@@ -531,18 +531,20 @@ impl Parser<'_> {
     fn sentinel(&self, ep: &mut Endpoint, s: &str) -> Result<()> {
         let (authority, service) = s.split_once('/').unwrap_or((s, ""));
         let hosts = self.userinfo_then(ep, authority)?;
+        // A '/' left unencoded in a password splits it: the rest would pass for
+        // the service, and show (in messages, phpinfo) as its name. (A real
+        // name with '@' is written %40.)
+        if service.contains('@') {
+            return Err(self.fail(
+                "a Sentinel service name has no bare '@': percent-encode a '/' in the password as \
+                 %2F (and an '@' in the name as %40)",
+            ));
+        }
         let service = percent_decode(service).map_err(|e| self.fail(e))?;
         if service.is_empty() || service.contains('/') {
             return Err(self.fail(
                 "a Sentinel DSN names its service (master name) after the hosts, as in \
                  redis-sentinel://h1:26379,h2:26379/mymaster",
-            ));
-        }
-        // A '/' left unencoded in a password splits it: the rest would pass for
-        // the service, and show (in messages, phpinfo) as its name.
-        if service.contains('@') {
-            return Err(self.fail(
-                "a Sentinel service name has no '@': percent-encode a '/' in the password as %2F",
             ));
         }
         ep.topology = Topology::Sentinel {
@@ -1184,6 +1186,17 @@ mod tests {
             let err = parse(bad).expect_err(bad);
             assert!(matches!(err, Error::InvalidArgument(_)), "{bad}: {err:?}");
         }
+    }
+
+    /// A bare '@' after the hosts is a password's '/' left unencoded (refused,
+    /// with the bad DSNs); a service named with '@' writes it %40.
+    #[test]
+    fn a_service_name_with_an_at_sign_is_written_encoded() {
+        let e = parse("redis-sentinel://h1:26379/my%40master").unwrap();
+        assert!(matches!(
+            &e.topology,
+            Topology::Sentinel { service, .. } if service == "my@master"
+        ));
     }
 
     #[test]

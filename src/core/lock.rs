@@ -346,7 +346,10 @@ impl Lock {
         }
         if release && self.let_go {
             if let Some(hold) = self.hold.clone() {
-                self.lease.release(&hold, self.release_sent)?;
+                if let Err(e) = self.lease.release(&hold, self.release_sent) {
+                    self.release_sent |= matches!(e, Error::Unresolved { .. });
+                    return Err(e);
+                }
             }
             self.let_go = false;
             self.release_sent = false;
