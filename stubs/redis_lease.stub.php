@@ -22,7 +22,7 @@
  * - redis_lease.session.lock_wait       Seconds a request waits for its session's lock. Default 10.
  * - redis_lease.session.on_lock_timeout "fail" (default: session_start() returns false) or "readonly"
  *                                       (read without the lock; this request's writes are discarded).
- * - redis_lease.session.max_waiters     Most requests waiting for one session; beyond it they fail at once. 0: no cap.
+ * - redis_lease.session.max_waiters     Most requests waiting for one session; beyond it they fail at once (or open read-only, with on_lock_timeout = readonly). 0: no cap.
  * - redis_lease.session.prefix          Key prefix of session data. Default "PHPREDIS_SESSION:" (as phpredis).
  * - redis_lease.session.compression     none, lzf, lz4 or zstd, stored as phpredis 6.1+ stores them. Default
  *                                       empty: phpredis's redis.session.compression if php.ini sets it, else none.
@@ -423,7 +423,8 @@ namespace {
          * Locks the session and reads it in one round trip, waiting up to lock_wait for another request.
          *
          * @return string|false The session data ("" for a new session); false when the lock could not
-         *         be had (lock wait ran out, max_waiters reached) or Redis failed, with a warning.
+         *         be had (lock wait ran out, max_waiters reached) or Redis failed, with a warning; with
+         *         on_lock_timeout = readonly, the first two read the data without the lock instead.
          */
         public function read(#[\SensitiveParameter] string $id): string|false {}
 
@@ -494,7 +495,8 @@ namespace RedisLease {
      * Counters: lock_acquired, lock_contended, lock_busy (acquire gave up), lock_released,
      * lock_lost (release or refresh found the lease gone), lock_renewals, session_locked,
      * session_contended, session_lock_timeouts, session_too_many_waiters, session_lost (write or
-     * unlock rejected: lease expired), session_readonly, session_write_conflicts, wakeups, connects,
+     * unlock rejected: lease expired), session_readonly, session_write_conflicts, wakeups, grants_lapsed (handed to a waiter that
+     * stalled past them, asked for again), connects,
      * connection_errors, retries, uncertain_resolved, master_changes, failover_lost, wait_shortfalls. Histograms lock_wait_seconds, lock_hold_seconds,
      * session_wait_seconds and session_hold_seconds, each
      * `['count' => int, 'sum' => float, 'buckets' => ['0.0005' => int, ..., '+Inf' => int]]`

@@ -14,7 +14,7 @@ use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
 use redis_lease::core::metrics::{self, Counter};
 use redis_lease::core::{sentinel, watchdog};
-use support::{await_until, exists, HoldingProxy, RedisServer, SentinelSet};
+use support::{await_until, exists, master_and_replica, HoldingProxy, RedisServer, SentinelSet};
 
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
@@ -293,23 +293,6 @@ fn query<T: redis::FromRedisValue>(server: &RedisServer, args: &[&str]) -> T {
         cmd.arg(*a);
     }
     cmd.query(&mut server.conn()).unwrap()
-}
-
-/// A master (A) and its replica (B), in sync: a WAIT on A is answered by B.
-fn master_and_replica() -> (RedisServer, RedisServer) {
-    let a = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
-    let b = RedisServer::start_with(&[
-        "--replicaof",
-        "127.0.0.1",
-        &a.port.to_string(),
-        "--repl-diskless-sync-delay",
-        "0",
-    ]);
-    await_until(SEC * 10, "the replica to acknowledge writes", || {
-        let _: () = query(&a, &["SET", "probe", "1"]);
-        query::<i64>(&a, &["WAIT", "1", "200"]) >= 1
-    });
-    (a, b)
 }
 
 /// Fix (r), found by the model: a waiter pops a wake-up from a master, learns

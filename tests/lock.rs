@@ -12,7 +12,9 @@ use redis_lease::core::error::Error;
 use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
 use redis_lease::core::request;
-use support::{await_until, exists, lock_lease as lease, pttl, HoldingProxy, RedisServer};
+use support::{
+    await_until, exists, info_count, lock_lease as lease, pttl, HoldingProxy, RedisServer,
+};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -442,4 +444,54 @@ fn an_unresolved_acquire_is_no_hold_to_nest_in() {
     );
     assert_eq!(lock.holding().unwrap(), Some(false));
     assert!(lock.release().unwrap());
+}
+
+/// A waiter handed the lock while it stalled (GC, SIGSTOP) past the grant's
+/// ttl: with `wait_replicas`, the grant is extended on the waiter's own link
+/// before it is counted on, and that finds it gone. It was never the waiter's
+/// to count on, and no replica fell short (review, issue 30): the waiter asks
+/// again, within its wait, and takes the lock, free by then. Before, acquire()
+/// failed with "only 0 of the 1 replicas asked for acknowledged it", and
+/// `wait_shortfalls`, an operator's alert, went up.
+#[test]
+fn a_grant_run_out_while_its_waiter_stalled_is_asked_for_again() {
+    let (master, _replica) = support::master_and_replica();
+    let mut raw = master.conn();
+    let name = "stalled_waiter";
+    let key = format!("lock:{{{name}}}");
+    let proxy = HoldingProxy::start(master.port);
+    let dsn = format!(
+        "redis://127.0.0.1:{}?read_timeout=10&wait_replicas=1&wait_timeout=5000",
+        proxy.port
+    );
+    let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+    let through = Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()));
+    let mut holder = Lock::new(lease(&master, "", name), SEC * 30);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    let blocked = |raw: &mut redis::Connection| info_count(raw, "blocked_clients:");
+    let before = blocked(&mut raw);
+    let waiter = std::thread::spawn(move || {
+        let mut lock = Lock::new(through, SEC);
+        let got = lock.acquire(SEC * 30);
+        let held = lock.hold().is_some();
+        let _ = lock.release();
+        (got, held)
+    });
+    await_until(SEC * 10, "the waiter to wait for its wake-up", || {
+        blocked(&mut raw) > before
+    });
+    // The waiter's next script (the grant's extension) is held, as if it
+    // stalled right after its wake-up.
+    proxy.hold(true);
+    assert!(holder.release().unwrap());
+    proxy.await_held(SEC * 10);
+    assert!(
+        proxy.held_contains(b"rl_refresh_"),
+        "what is held is the grant's extension (not an attempt after the nap)"
+    );
+    await_until(SEC * 10, "the grant to run out", || !exists(&mut raw, &key));
+    proxy.hold(false);
+    let (got, held) = waiter.join().unwrap();
+    assert!(got.unwrap(), "taken on asking again");
+    assert!(held, "and counted on");
 }

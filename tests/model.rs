@@ -96,6 +96,7 @@ fn as_implemented() -> Fixes {
         given_back_dropped: true,
         grant_rereads_after_switch: true,
         failed_conversion_lets_go: true,
+        give_up_defers_release: true,
     }
 }
 
@@ -127,6 +128,7 @@ fn locks(failover: Failover) -> Config {
         fence_ops: true,
         give_backs_answered: false,
         abandons_fail: false,
+        give_ups_apart: false,
         fixes: as_implemented(),
     }
 }
@@ -846,6 +848,55 @@ fn an_unresolved_given_back_token_is_never_adopted() {
         let checker = check(&format!("unanswered give-ups, {failover:?}"), config, None);
         assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
     }
+}
+
+/// Give-ups as the code sends them (`Lease::give_up`): resolve.lua, then, for
+/// a token it found holding, a release whose reply is lost, left to run late
+/// (after a failover, after the lease ran out and another took it) or never.
+/// Before, the model ran both as one step (`Req::Abandon`) and could not lose
+/// the release alone (review, issue 30).
+fn give_ups_apart(failover: Failover) -> Config {
+    let mut config = locks(failover);
+    config.give_ups_apart = true;
+    // The release and a give-back, both in the network.
+    config.max_orphans = 2;
+    config.fence_ops = false;
+    config
+}
+
+#[test]
+fn a_give_up_whose_release_is_lost_leaves_one_holder() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let config = give_ups_apart(failover);
+        let checker = check(&format!("give-ups apart, {failover:?}"), config, None);
+        assert_holds(
+            &*checker,
+            &LOCK_PROPERTIES,
+            &["a waiter is handed the lock"],
+        );
+    }
+    // Sessions give up the same way (a waiter's open that fails).
+    let mut config = sessions(Failover::Planned);
+    config.give_ups_apart = true;
+    config.max_orphans = 2;
+    let checker = check("session give-ups apart", config, None);
+    assert_holds(
+        &*checker,
+        &[WRITES_KEPT, EXPIRY, INTEREST],
+        &["a session write acknowledged"],
+    );
+}
+
+/// Fix (t) reverted (stop 47's review, now in the model): the give-up's
+/// release goes unanswered and the token is left to the lock's next acquire(),
+/// which adopts the lock resolve.lua still finds; the late release then frees
+/// it behind the holder, and another client takes it.
+#[test]
+fn reverted_t_a_give_up_whose_release_is_lost_is_adopted_beside_another_holder() {
+    let mut config = give_ups_apart(Failover::Planned);
+    config.fixes.give_up_defers_release = false;
+    let checker = check("(t) a give-up's token adopted", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
 }
 
 /// Fix (q) reverted in `Lock::settle`: the next acquire() asks resolve.lua

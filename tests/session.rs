@@ -238,6 +238,40 @@ fn max_waiters_fails_fast_beyond_the_cap() {
         matches!(&err, Error::LockTimeout(m) if m.contains("max_waiters")),
         "{err:?}"
     );
+    // With on_lock_timeout = readonly, a refusal is that configured outcome
+    // too (no error, which a framework would turn into HTTP 500): the session
+    // opens read-only at once, with its data.
+    let readonly = store(
+        &server,
+        SessionConfig {
+            max_waiters: 1,
+            lock_wait: SEC * 5,
+            on_lock_timeout: OnLockTimeout::Readonly,
+            ..SessionConfig::default()
+        },
+    );
+    let start = Instant::now();
+    let _: () = redis::cmd("SET")
+        .arg("PHPREDIS_SESSION:burst")
+        .arg("a|i:1;")
+        .query(&mut raw)
+        .unwrap();
+    let (mut r, data) = readonly.open("burst").unwrap();
+    assert_eq!(data.as_deref(), Some(&b"a|i:1;"[..]), "with its data");
+    assert!(
+        start.elapsed() < Duration::from_millis(300),
+        "must not wait"
+    );
+    assert!(matches!(r.mode, Mode::Readonly), "{:?}", r.mode);
+    assert_eq!(
+        redis::cmd("ZCARD")
+            .arg("{PHPREDIS_SESSION:burst}:lock:waiters")
+            .query::<i64>(&mut raw)
+            .unwrap(),
+        1,
+        "the refused request queued nothing"
+    );
+    assert_eq!(readonly.write(&mut r, b"x", SEC).unwrap(), Saved::Discarded);
     s.close(&mut h).unwrap();
     waiter.join().unwrap();
 }

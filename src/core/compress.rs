@@ -89,7 +89,7 @@ impl Codec {
     pub fn pack<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
         let packed = match self.algorithm {
             None => None,
-            Some(Algorithm::Lzf) => lzf::compress(data).ok().or_else(|| lzf_literal(data, 32)),
+            Some(Algorithm::Lzf) => lzf::compress(data).ok(),
             Some(Algorithm::Lz4) => lz4_pack(data),
             Some(Algorithm::Zstd) => {
                 let level = match self.level {
@@ -107,7 +107,8 @@ impl Codec {
             return Cow::Owned(packed);
         }
         if self.algorithm == Some(Algorithm::Lzf) {
-            if let Some(packed) = (1..32)
+            if let Some(packed) = (1..=32)
+                .rev()
                 .filter_map(|first| lzf_literal(data, first))
                 .find(|p| reads_back(p))
             {

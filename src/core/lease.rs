@@ -221,7 +221,14 @@ pub enum Attempt<T = Hold> {
     Refused,
     /// A conversion whose own hold ran out: there is nothing to convert.
     Lapsed,
+    /// Handed to us, and run out before we extended it (we stalled): never
+    /// ours to count on; asked again at once (`LAPSED_GRANT`).
+    Again,
 }
+
+/// Not a script's status: `Lease::replicate_claim`'s, in place of a handed
+/// lease's (2) that ran out before its extension.
+const LAPSED_GRANT: i64 = -100;
 
 /// How a waiting claim ended.
 #[derive(Debug)]
@@ -272,6 +279,18 @@ impl Failure {
             }
         }
     }
+}
+
+/// What a grant we were told of came to, once extended on our own link
+/// (`Lease::confirm_grant`).
+enum Confirmed {
+    /// As told.
+    Stands,
+    /// The new master's own grant of our token, to be taken instead.
+    Newer(Owned),
+    /// It ran out before we extended it: never ours to count on. `voided`:
+    /// a re-read on a new master (resolve.lua) voided the token.
+    Lapsed { voided: bool },
 }
 
 /// The claim-specific part of waiting for a lease: a lock (the fence is what the
@@ -445,11 +464,14 @@ impl Lease {
     /// own SET is what WAIT counts. Handed to us earlier (2): this link wrote
     /// nothing, so the lease is first extended on it, owner-checked, and that
     /// write is what WAIT counts (the replication stream is in order: it covers
-    /// the grant).
+    /// the grant). A handed lease that ran out before that extension (we
+    /// stalled) was never ours to count on, and no replica shortfall either:
+    /// `reply` then says so (`LAPSED_GRANT`), and the claim asks again at once,
+    /// whatever its wait left (a conversion then finds its own hold gone).
     pub(crate) fn replicate_claim(
         &self,
         c: &mut Conn,
-        reply: &Value,
+        reply: &mut Value,
         token: &Token,
         ttl: Duration,
     ) -> redis::RedisResult<Option<i64>> {
@@ -464,7 +486,11 @@ impl Lease {
             Some(Value::Int(1)) => self.wait_replicas(c, true),
             Some(Value::Int(2)) => {
                 let (n, acks) = self.refresh_on(c, token, ttl)?;
-                Ok(if n == 1 { acks } else { Some(0) })
+                if n == 0 {
+                    metrics::incr(Counter::GrantsLapsed);
+                    *reply = Value::Array(vec![Value::Int(LAPSED_GRANT), Value::Int(0)]);
+                }
+                Ok(acks)
             }
             _ => Ok(None),
         }
@@ -474,18 +500,24 @@ impl Lease {
     /// the releaser's link, not ours), or adopted after a lost reply (whose WAIT
     /// never ran), is extended on our own link and waited for, as in
     /// `replicate_claim`. `generation`: the Sentinel generation when the claim began.
+    /// False: the lease ran out before it was extended (we stalled past it), and
+    /// was never ours to count on.
     fn replicate_grant(
         &self,
         token: &Token,
         ttl: Duration,
         generation: u64,
-    ) -> std::result::Result<(), Failure> {
+    ) -> std::result::Result<bool, Failure> {
         if self.endpoint.wait.is_none() {
-            return Ok(());
+            return Ok(true);
         }
         let (n, acks) = self.call(|c| self.refresh_on(c, token, ttl))?;
-        let acks = if n == 1 { acks } else { Some(0) };
-        self.claim_replicated(acks, token, ttl, generation, "The lock was handed over")
+        if n == 0 {
+            metrics::incr(Counter::GrantsLapsed);
+            return Ok(false);
+        }
+        self.claim_replicated(acks, token, ttl, generation, "The lock was handed over")?;
+        Ok(true)
     }
 
     /// [`Lease::replicate_grant`] for a grant we were told of (a wake-up's fence
@@ -495,24 +527,27 @@ impl Lease {
     /// us again, with a fence (and data) of its own. The new master is then asked
     /// what our token holds, and the lease extended and waited for there (so it is
     /// counted on from `since` no longer than that extension keeps it), until the
-    /// master stays the same. `Some`: its answer, to be taken instead. Without
+    /// master stays the same. `Newer`: its answer, to be taken instead. Without
     /// `wait_replicas` nothing is extended, and what we were told stands.
     fn confirm_grant<C: Claim>(
         &self,
         c: &C,
         token: &Token,
         generation: u64,
-    ) -> std::result::Result<Option<Owned>, Failure> {
+    ) -> std::result::Result<Confirmed, Failure> {
         if self.endpoint.wait.is_none() {
-            return Ok(None);
+            return Ok(Confirmed::Stands);
         }
         let mut told = None;
         let mut generation = generation;
         loop {
-            self.replicate_grant(token, c.ttl(), generation)?;
+            if !self.replicate_grant(token, c.ttl(), generation)? {
+                let voided = told.is_some();
+                return Ok(Confirmed::Lapsed { voided });
+            }
             let now = sentinel::generation(&self.endpoint);
             if now == generation {
-                return Ok(told);
+                return Ok(told.map_or(Confirmed::Stands, Confirmed::Newer));
             }
             metrics::incr(Counter::Retries);
             match self.resolve(token, c.ttl()) {
@@ -657,14 +692,28 @@ impl Lease {
                     match self.resolve(&token, c.ttl()) {
                         Ok(Some(owned)) if c.adopts(&owned) => {
                             metrics::incr(Counter::UncertainResolved);
-                            let owned = match self.confirm_grant(c, &token, generation) {
-                                Ok(newer) => newer.unwrap_or(owned),
+                            let since = busy_since.unwrap_or(sent);
+                            match self.confirm_grant(c, &token, generation) {
+                                Ok(Confirmed::Stands) => {
+                                    Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
+                                }
+                                Ok(Confirmed::Newer(owned)) => {
+                                    Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
+                                }
+                                // Ran out under us. resolve.lua voided the
+                                // token it found holding: a fresh one asks
+                                // again, once (as when it found nothing).
+                                Ok(Confirmed::Lapsed { .. }) if !retried => {
+                                    retried = true;
+                                    token = fresh();
+                                    busy_since = None;
+                                    continue;
+                                }
+                                Ok(Confirmed::Lapsed { .. }) => return Err(first),
                                 Err(f) => {
                                     return Err(self.give_up(c, &token, true, f.into_error()))
                                 }
-                            };
-                            let since = busy_since.unwrap_or(sent);
-                            Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
+                            }
                         }
                         // Nothing (or, for an upgrade, still just a reader): the
                         // attempt took nothing, and is tried once more.
@@ -695,6 +744,7 @@ impl Lease {
                         lapsed: false,
                     })
                 }
+                Attempt::Again => continue,
                 Attempt::Refused | Attempt::Lapsed => {
                     return Ok(Waited {
                         result: None,
@@ -724,10 +774,25 @@ impl Lease {
                             let won = match parse_handoff(&payload) {
                                 Some((fence, rest)) => {
                                     match self.confirm_grant(c, &token, generation) {
-                                        Ok(None) => {
+                                        Ok(Confirmed::Stands) => {
                                             c.handed(self, token.clone(), fence, rest, sent)
                                         }
-                                        Ok(Some(owned)) => Ok(c.adopt(token.clone(), owned, sent)),
+                                        Ok(Confirmed::Newer(owned)) => {
+                                            Ok(c.adopt(token.clone(), owned, sent))
+                                        }
+                                        // Handed, and run out while we stalled: we
+                                        // ask again, in our place if a new master
+                                        // still queues us; with a fresh token if a
+                                        // re-read there voided this one (it found it
+                                        // holding: in no queue). A conversion, with
+                                        // its own, finds its hold gone.
+                                        Ok(Confirmed::Lapsed { voided }) => {
+                                            if voided {
+                                                token = fresh();
+                                                busy_since = None;
+                                            }
+                                            continue;
+                                        }
                                         Err(f) => Err(f.into_error()),
                                     }
                                 }
@@ -775,6 +840,7 @@ impl Lease {
             },
             -3 => Ok(Attempt::Refused),
             -4 => Ok(Attempt::Lapsed),
+            LAPSED_GRANT => Ok(Attempt::Again),
             other => Err(c.refused(self, other)),
         }
     }
@@ -1357,13 +1423,13 @@ impl Claim for LockClaim {
             if let Some((limit, weight)) = permits {
                 inv.arg(limit).arg(weight);
             }
-            let reply = match inv.call(&mut *c.inner)? {
+            let mut reply = match inv.call(&mut *c.inner)? {
                 // The fast path's bare 1 (the cheapest reply for Redis to build):
                 // taken, its fence not assigned yet.
                 Value::Int(1) => Value::Array(vec![Value::Int(1), Value::BulkString(Vec::new())]),
                 reply => reply,
             };
-            let acks = lease.replicate_claim(c, &reply, token, self.ttl)?;
+            let acks = lease.replicate_claim(c, &mut reply, token, self.ttl)?;
             Ok((reply, acks))
         })?;
         lease.claim_replicated(acks, token, self.ttl, generation, "The lock was taken")?;

@@ -41,10 +41,11 @@ named!(Counter {
     SessionLockTimeouts => "session_lock_timeouts", "Session opens whose lock wait ran out (failed acquisitions).";
     SessionTooManyWaiters => "session_too_many_waiters", "Session opens refused because max_waiters requests already waited.";
     SessionLost => "session_lost", "Session writes or unlocks rejected because the lease had expired.";
-    SessionReadonly => "session_readonly", "Sessions opened read-only after the lock wait ran out.";
+    SessionReadonly => "session_readonly", "Sessions opened read-only (on_lock_timeout = readonly) after the lock wait ran out, or when max_waiters requests already waited.";
     SessionUndecodable => "session_undecodable", "Sessions whose stored data could not be read (not the configured compression's, nor a serialized session; or inflating past the bound): left as stored, seen empty, not written over.";
     SessionWriteConflicts => "session_write_conflicts", "Writes of a session the request did not hold refused: another request held its lock, or had saved it since this request's own save.";
     Wakeups => "wakeups", "Waiters woken by a release that handed them the lock.";
+    GrantsLapsed => "grants_lapsed", "Locks and sessions handed to a waiter that ran out before the waiter extended them for wait_replicas (a stalled process): never counted on, the waiter asked again.";
     Connects => "connects", "Connections opened to Redis.";
     ConnectionErrors => "connection_errors", "Connections refused, timed out, broken, or error replies.";
     Retries => "retries", "Commands retried on a fresh connection after an uncertain failure.";

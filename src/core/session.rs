@@ -306,7 +306,7 @@ impl Claim for SessionClaim<'_> {
     ) -> std::result::Result<Value, Failure> {
         let ttl = self.config.lock_ttl;
         let (reply, acks) = lease.call(|c| {
-            let reply: Value = scripts::SESSION_OPEN
+            let mut reply: Value = scripts::SESSION_OPEN
                 .key(lease.keys.data.as_deref().unwrap_or_default())
                 .key(lease.keys.lock())
                 .key(lease.keys.waiters())
@@ -317,7 +317,7 @@ impl Claim for SessionClaim<'_> {
                 .arg(millis(will_wait))
                 .arg(self.config.max_waiters)
                 .call(&mut *c.inner)?;
-            let acks = lease.replicate_claim(c, &reply, token, ttl)?;
+            let acks = lease.replicate_claim(c, &mut reply, token, ttl)?;
             Ok((reply, acks))
         })?;
         lease.claim_replicated(acks, token, ttl, generation, "The session was locked")?;
@@ -382,9 +382,10 @@ impl SessionStore {
 
     /// Opens session `id`: locks it (waiting up to the lock wait, first come first
     /// served) and reads its data, `None` for a new session. Errors:
-    /// `Error::LockTimeout` when the wait ran out in fail mode or max_waiters
-    /// requests already wait; `Error::Connection` when Redis failed (never
-    /// reported as contention).
+    /// `Error::LockTimeout` when the wait ran out, or max_waiters requests
+    /// already wait, in fail mode (in readonly mode either opens the session
+    /// read-only); `Error::Connection` when Redis failed (never reported as
+    /// contention).
     pub fn open(&self, id: &str) -> Result<(Session, Option<Vec<u8>>)> {
         check_id(id)?;
         let lease = self.lease(id);
@@ -412,6 +413,14 @@ impl SessionStore {
                 // call of this request will know it: settle it on the next call.
                 lease.defer(token, self.config.lock_ttl);
                 return Err(Error::Connection(message));
+            }
+            // max_waiters (the claim's only LockTimeout): as a wait run out at once.
+            Err(Error::LockTimeout(_))
+                if self.config.on_lock_timeout == OnLockTimeout::Readonly =>
+            {
+                metrics::incr(Counter::SessionReadonly);
+                let data = self.get(&lease)?;
+                return Ok(self.unpacked(session(Mode::Readonly), data));
             }
             Err(e) => return Err(e),
         };
@@ -511,12 +520,21 @@ impl SessionStore {
     /// Over stored data this request could not read, it only unlocks: that data
     /// is kept (see `Session::kept`).
     pub fn write(&self, s: &mut Session, data: &[u8], max_lifetime: Duration) -> Result<Saved> {
+        self.write_packed(s, &self.packed(data), max_lifetime)
+    }
+
+    /// [`SessionStore::write`] of data already in its stored form (`packed`).
+    pub fn write_packed(
+        &self,
+        s: &mut Session,
+        stored: &[u8],
+        max_lifetime: Duration,
+    ) -> Result<Saved> {
         if s.kept.is_some() {
             self.close(s)?;
             return Ok(Saved::Discarded);
         }
-        let stored = self.packed(data);
-        self.save(s, "write", &stored, max_lifetime)
+        self.save(s, "write", stored, max_lifetime)
     }
 
     /// Renews the data's ttl and unlocks (lazy_write with unchanged data).
@@ -612,7 +630,9 @@ impl SessionStore {
             }
             Mode::Unlocked => {
                 let key = s.data_key();
+                let runs = std::cell::Cell::new(0);
                 let acks = s.lease.call_idempotent(|c| {
+                    runs.set(runs.get() + 1);
                     let mut cmd = match op {
                         "write" => redis::cmd("SET"),
                         "touch" => redis::cmd("EXPIRE"),
@@ -624,7 +644,21 @@ impl SessionStore {
                         "touch" => cmd.arg(secs),
                         _ => &mut cmd,
                     };
-                    cmd.query::<Value>(&mut c.inner)?;
+                    let reply = cmd.query::<Value>(&mut c.inner)?;
+                    let wait = s.lease.endpoint.wait.is_some();
+                    if reply == Value::Int(0) && op == "destroy" && wait && runs.get() > 1 {
+                        // Run again, nothing deleted (the first run, whose reply was
+                        // lost, may have done it): that writes nothing on this link
+                        // for WAIT to count; a marker does, and the replication
+                        // stream is in order. (Not on a first run: a full Redis,
+                        // noeviction, would refuse the marker, not the DEL.)
+                        redis::cmd("SET")
+                            .arg(s.lease.keys.marker(b"deleted", &Token::generate()))
+                            .arg(1)
+                            .arg("PX")
+                            .arg(millis(self.marker_ttl()))
+                            .query::<()>(&mut c.inner)?;
+                    }
                     s.lease.wait_replicas(c, true)
                 })?;
                 s.lease.replicated(acks, "The session was saved")?;
@@ -651,10 +685,12 @@ impl SessionStore {
     /// ours: did our first run do it? Not if the connection broke because the
     /// master changed (a failover): the new master never had our lock, nor our
     /// write. So the data decides: a write is ours if the master holds exactly our
-    /// data (then, with wait_replicas, it is made to replicate: touched and
-    /// waited for on this link), a destroy if nothing is left; an unlock or a
-    /// touch changed no data, and counts as done while our lease cannot have run
-    /// out (only our own first run could have freed the lock then).
+    /// data, a destroy if nothing is left. A touch changed no data, and counts as
+    /// done while our lease cannot have run out (only our own first run could
+    /// have freed the lock then). With wait_replicas, a write of ours on this link
+    /// after that is waited for, and covers what the master holds (the
+    /// replication stream is in order): the data touched, for a write; else a
+    /// marker (`marked`).
     fn saved_before(
         &self,
         s: &Session,
@@ -664,35 +700,56 @@ impl SessionStore {
         hold: &Hold,
         acks: &mut Option<i64>,
     ) -> Result<bool> {
-        match op {
-            "write" => {
-                let key = s.data_key();
-                let confirmed = s.lease.call_idempotent(|c| {
-                    let now: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(&mut c.inner)?;
-                    if now.as_deref() != Some(data) {
-                        return Ok(None);
-                    }
-                    // A write on this link, so that WAIT covers what the master holds.
-                    redis::cmd("EXPIRE")
-                        .arg(key)
-                        .arg(secs)
-                        .query::<i64>(&mut c.inner)?;
-                    s.lease.wait_replicas(c, true).map(Some)
-                })?;
-                Ok(match confirmed {
-                    Some(a) => {
-                        *acks = a;
-                        true
-                    }
-                    None => false,
-                })
-            }
-            // The master's replicas cannot be asked about an absence: with
-            // wait_replicas, an unconfirmed destroy is reported as not done.
-            "destroy" if s.lease.endpoint.wait.is_some() => Ok(false),
-            "destroy" => Ok(self.get(&s.lease)?.is_none()),
-            _ => Ok(Instant::now() < hold.safe_until()),
+        let key = s.data_key();
+        let wait = s.lease.endpoint.wait.is_some();
+        let confirmed = match op {
+            "write" => s.lease.call_idempotent(|c| {
+                let now: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(&mut c.inner)?;
+                if now.as_deref() != Some(data) {
+                    return Ok(None);
+                }
+                redis::cmd("EXPIRE")
+                    .arg(key)
+                    .arg(secs)
+                    .query::<i64>(&mut c.inner)?;
+                s.lease.wait_replicas(c, true).map(Some)
+            })?,
+            "destroy" if !wait => return Ok(self.get(&s.lease)?.is_none()),
+            "destroy" => self.marked(s, hold, Some(key))?,
+            _ if Instant::now() >= hold.safe_until() => return Ok(false),
+            _ if !wait => return Ok(true),
+            _ => self.marked(s, hold, None)?,
+        };
+        if let Some(a) = confirmed {
+            *acks = a;
         }
+        Ok(confirmed.is_some())
+    }
+
+    /// For [`SessionStore::saved_before`], with wait_replicas: unless `absent`
+    /// is still there, writes a marker of `hold`'s spent token (in the session's
+    /// slot; nothing reads it) and WAITs for it. Its acknowledgements, or `None`.
+    fn marked(
+        &self,
+        s: &Session,
+        hold: &Hold,
+        absent: Option<&[u8]>,
+    ) -> Result<Option<Option<i64>>> {
+        let marker = s.lease.keys.marker(b"saved", &hold.token);
+        s.lease.call_idempotent(|c| {
+            if let Some(key) = absent {
+                if redis::cmd("EXISTS").arg(key).query::<i64>(&mut c.inner)? == 1 {
+                    return Ok(None);
+                }
+            }
+            redis::cmd("SET")
+                .arg(&marker)
+                .arg(1)
+                .arg("PX")
+                .arg(millis(self.marker_ttl()))
+                .query::<()>(&mut c.inner)?;
+            s.lease.wait_replicas(c, true).map(Some)
+        })
     }
 
     /// Unlocks without writing (session_abort(), read_and_close, close after a
@@ -740,8 +797,18 @@ impl SessionStore {
         max_lifetime: Duration,
         expected: Expect<'_>,
     ) -> Result<Put> {
+        self.put_packed(id, &self.packed(data), max_lifetime, expected)
+    }
+
+    /// [`SessionStore::put`] of data already in its stored form (`packed`).
+    pub fn put_packed(
+        &self,
+        id: &str,
+        data: &[u8],
+        max_lifetime: Duration,
+        expected: Expect<'_>,
+    ) -> Result<Put> {
         check_id(id)?;
-        let data = &*self.packed(data);
         let lease = self.lease(id);
         let secs = max_lifetime.as_secs().max(1);
         // A retry after a lost reply answers as the first run did, by its marker

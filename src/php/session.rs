@@ -6,6 +6,7 @@
 //! report them: a warning naming the cause and a failed call (session_start() or
 //! session_write_close() returns false). Only bad configuration throws.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::time::Duration;
@@ -212,11 +213,11 @@ impl Handler {
         self.store.config.ttl.unwrap_or(max_lifetime)
     }
 
-    /// What this request saw of a session it wrote `data` to.
-    fn seen_written(&self, data: &[u8]) -> Seen {
-        let stored = match self.store.packed(data) {
-            std::borrow::Cow::Owned(s) => Some(s),
-            std::borrow::Cow::Borrowed(_) => None,
+    /// What this request saw of a session it wrote `data` to, stored as `stored`.
+    fn seen_written(data: &[u8], stored: Cow<'_, [u8]>) -> Seen {
+        let stored = match stored {
+            Cow::Owned(s) => Some(s),
+            Cow::Borrowed(_) => None,
         };
         Seen::Data(Some(data.to_vec()), stored)
     }
@@ -239,9 +240,9 @@ impl Handler {
     }
 
     /// In a forked child, forgets the session the parent has open: writing,
-    /// unlocking or destroying it here would take it from under the parent.
-    /// Whether `id` is that session (calls on it are left alone).
-    fn parents_session(&mut self, id: &str) -> bool {
+    /// unlocking or destroying it here would take it from under the parent
+    /// (`parents` remembers its id).
+    fn note_fork(&mut self) {
         if self.pid != crate::core::pid::current() {
             self.pid = crate::core::pid::current();
             self.parents = self
@@ -250,6 +251,12 @@ impl Handler {
                 .filter(|s| !matches!(s.mode, Mode::Done))
                 .map(|s| s.id.clone());
         }
+    }
+
+    /// Whether `id` is the session the parent process has open (calls on it
+    /// are left alone), after `note_fork`.
+    fn parents_session(&mut self, id: &str) -> bool {
+        self.note_fork();
         self.parents.as_deref() == Some(id)
     }
 
@@ -330,12 +337,15 @@ impl Handler {
         }
         let ttl = self.ttl(max_lifetime);
         let store = &self.store;
+        let stored = store.packed(data);
         let result = match &mut self.session {
-            Some(s) if s.id == id && !matches!(s.mode, Mode::Done) => store.write(s, data, ttl),
-            _ => return self.write_unopened(id, data, ttl),
+            Some(s) if s.id == id && !matches!(s.mode, Mode::Done) => {
+                store.write_packed(s, &stored, ttl)
+            }
+            _ => return self.write_unopened(id, data, stored, ttl),
         };
         if matches!(result, Ok(Saved::Yes)) {
-            self.saw(id, self.seen_written(data));
+            self.saw(id, Self::seen_written(data, stored));
         }
         self.saved(id, "written", result)
     }
@@ -350,7 +360,13 @@ impl Handler {
     /// for) its lock. A write refused that way returns false, without a warning:
     /// the framework carries on, and the conflict is counted
     /// (session_write_conflicts). One it destroyed is not written again.
-    fn write_unopened(&mut self, id: &str, data: &[u8], ttl: Duration) -> Out<bool> {
+    fn write_unopened(
+        &mut self,
+        id: &str,
+        data: &[u8],
+        stored: Cow<'_, [u8]>,
+        ttl: Duration,
+    ) -> Out<bool> {
         let seen = self
             .seen
             .iter()
@@ -383,15 +399,15 @@ impl Handler {
                 Expect::Any
             }
         };
-        let result = match self.store.put(id, data, ttl, expected) {
+        let result = match self.store.put_packed(id, &stored, ttl, expected) {
             // Another request holds it now: wait our turn (as a read would) and
             // write only over what we saw.
-            Ok(Put::Busy) if seen.is_some() => self.rewrite_locked(id, data, ttl, expected),
+            Ok(Put::Busy) if seen.is_some() => self.rewrite_locked(id, &stored, ttl, expected),
             other => other,
         };
         match result {
             Ok(Put::Written) => {
-                self.saw(id, self.seen_written(data));
+                self.saw(id, Self::seen_written(data, stored));
                 Out::ok(true)
             }
             Ok(Put::Busy | Put::Changed) => {
@@ -405,12 +421,13 @@ impl Handler {
         }
     }
 
-    /// Takes session `id`'s lock (waiting as a read does), then writes `data`
-    /// only if the session still holds `expected`; unlocks either way.
+    /// Takes session `id`'s lock (waiting as a read does), then writes `stored`
+    /// (data in its stored form) only if the session still holds `expected`;
+    /// unlocks either way.
     fn rewrite_locked(
         &mut self,
         id: &str,
-        data: &[u8],
+        stored: &[u8],
         ttl: Duration,
         expected: Expect<'_>,
     ) -> Result<Put> {
@@ -423,10 +440,10 @@ impl Handler {
             return Ok(Put::Busy);
         }
         // `expected` is in the stored form (compressed, where it is).
-        let stored = s.stored.as_deref().or(now.as_deref());
+        let found = s.stored.as_deref().or(now.as_deref());
         let as_seen = s.kept.is_none()
             && match expected {
-                Expect::Data(d) => stored == Some(d),
+                Expect::Data(d) => found == Some(d),
                 Expect::Absent => now.is_none(),
                 Expect::Any => true,
             };
@@ -434,7 +451,7 @@ impl Handler {
             self.store.close(&mut s)?;
             return Ok(Put::Changed);
         }
-        let saved = self.store.write(&mut s, data, ttl);
+        let saved = self.store.write_packed(&mut s, stored, ttl);
         if saved.is_err() {
             // An error reply leaves the lock ours (close() frees it on the
             // handler's own session; this one is local, and dropping it would
@@ -497,7 +514,7 @@ impl Handler {
 
     /// Unlocks without writing, if still locked.
     pub fn close(&mut self) -> Out<bool> {
-        self.parents_session("");
+        self.note_fork();
         let Some(mut s) = self.session.take() else {
             return Out::ok(true);
         };
@@ -551,7 +568,7 @@ impl Drop for Handler {
     /// A handler object destroyed (or constructed again) with its session still
     /// open must not keep the lock until its ttl.
     fn drop(&mut self) {
-        self.parents_session("");
+        self.note_fork();
         if let Some(mut s) = self.session.take() {
             self.store.close_or_defer(&mut s, crate::php::in_teardown());
         }

@@ -307,17 +307,22 @@ pub enum Step {
     /// resolve.lua after a broken link (`second`: its `call_idempotent` retry).
     Resolve { second: bool },
     /// `Lease::replicate_grant`: the lease handed to us or adopted, extended on
-    /// our own link and WAITed for; then it is ours from `since`.
+    /// our own link and WAITed for; then it is ours from `since`. `voided`:
+    /// resolve.lua ran for it (adopted, or re-read on a new master).
     Grant {
         since: Time,
         fence: u16,
         data: Option<Data>,
         via: Via,
+        voided: bool,
     },
     /// `Lease::confirm_grant`: we learned of another master since the grant
     /// was told; resolve.lua there says what our token holds (`second`: its
     /// `call_idempotent` retry), and the grant is extended and WAITed for there.
     Reread { since: Time, via: Via, second: bool },
+    /// `Lease::give_up` (with `give_ups_apart`): resolve.lua for a token that
+    /// may be queued or hold the lease (`second`: its `call_idempotent` retry).
+    GiveUp { second: bool },
 }
 
 /// What the request thread is doing.

@@ -792,6 +792,7 @@ impl System {
                 fence,
                 data,
                 via,
+                voided,
             } => match outcome {
                 Outcome::Reply(Reply::Int(1), acks) if acks != Some(false) => {
                     let now = s.client(c).generation;
@@ -806,9 +807,30 @@ impl System {
                     }
                     self.won(s, c, claim, since, fence, data, via)
                 }
+                // No longer ours: it ran out before this extension (the waiter
+                // stalled), or the master that granted it was replaced. Never
+                // counted on, and no replica fell short (`Confirmed::Lapsed`): the
+                // claim asks again with a fresh token (resolve.lua voided one it
+                // adopted; a conversion keeps its own, and finds its hold gone),
+                // after a broken link only once.
+                Outcome::Reply(Reply::Int(0), _) => {
+                    if via == Via::Adopted {
+                        if claim.retried {
+                            return self.claim_failed(s, c);
+                        }
+                        claim.retried = true;
+                    }
+                    say(|| format!("c{c}: the grant ran out before it was extended; asking again"));
+                    if voided && !claim.convert {
+                        claim.token = new_token(s.client_mut(c), c);
+                        claim.busy_since = None;
+                    }
+                    s.client_mut(c).pc = Pc::Claim(claim);
+                    self.attempt(s, c);
+                }
                 Outcome::Reply(..) => {
-                    // Too few replicas, or no longer ours: given back (unless
-                    // the master changed meanwhile), and given up.
+                    // Too few replicas: given back (unless the master changed
+                    // meanwhile), and given up.
                     if !self.switched_since(s, c, claim.generation) {
                         self.release_token(s, c, token);
                     }
@@ -831,6 +853,26 @@ impl System {
                     self.again(s, c, call, Pc::Claim(claim));
                 }
                 _ => self.give_up(s, c, token, true),
+            },
+            Step::GiveUp { second } => match outcome {
+                // Found holding: released, and that release's reply is lost
+                // (`Lease::give_up` defers the token). Never adopted again.
+                Outcome::Reply(Reply::Owned(Some(_)), _) => {
+                    let node = s.client(c).generation - 1;
+                    s.orphan(&self.config, node, Req::Release { token });
+                    if self.config.fixes.give_up_defers_release {
+                        self.claim_failed(s, c);
+                    } else {
+                        self.unresolved(s, c, token);
+                    }
+                }
+                // Nothing held, and voided: out of the queue for good.
+                Outcome::Reply(..) => self.claim_failed(s, c),
+                Outcome::Broken if !second => {
+                    claim.step = Step::GiveUp { second: true };
+                    self.again(s, c, call, Pc::Claim(claim));
+                }
+                Outcome::Broken | Outcome::TimedOut => self.unresolved(s, c, token),
             },
         }
     }
@@ -860,11 +902,13 @@ impl System {
         if !(cfg.wait_replicas && waits) {
             return self.won(s, c, claim, since, fence, data, via);
         }
+        let voided = matches!(claim.step, Step::Resolve { .. } | Step::Reread { .. });
         claim.step = Step::Grant {
             since,
             fence,
             data,
             via,
+            voided,
         };
         s.client_mut(c).pc = Pc::Claim(claim);
         let req = Req::Refresh {
@@ -983,6 +1027,13 @@ impl System {
                 // Its resolve sent, no reply: `Error::Unresolved`.
                 s.orphan(&self.config, node, Req::Resolve { token });
                 return self.unresolved(s, c, token);
+            } else if self.config.give_ups_apart {
+                if let Pc::Claim(mut claim) = s.client(c).pc {
+                    claim.step = Step::GiveUp { second: false };
+                    s.client_mut(c).pc = Pc::Claim(claim);
+                    return self.send(s, c, Link::Request, Req::Resolve { token });
+                }
+                Req::Abandon { token }
             } else {
                 Req::Abandon { token }
             };

@@ -139,6 +139,11 @@ pub struct Config {
     /// (`Error::Unresolved`, `Lock::settle`). Off: the abandon is sent and
     /// runs by itself.
     pub abandons_fail: bool,
+    /// A fresh claim's give-up is the code's two steps: resolve.lua, answered
+    /// (or not: `Error::Unresolved`), then, for a token it found holding, a
+    /// release whose reply is lost (it runs late, or never: the process's next
+    /// call would). Off: both run together, by themselves (`Req::Abandon`).
+    pub give_ups_apart: bool,
     pub fixes: Fixes,
 }
 
@@ -201,6 +206,13 @@ pub struct Fixes {
     /// Off: it asks Redis what the hold is (`verify`) and counts on the
     /// answer, which a late downgrade then changes.
     pub failed_conversion_lets_go: bool,
+    /// (t) A give-up whose resolve found its token holding, and whose release
+    /// then went unanswered, leaves that release to the process (`pending`,
+    /// `left_to_settle`): the claim fails, and no call adopts the token again.
+    /// Off: it is the caller's to settle (`Error::Unresolved`), and the lock's
+    /// next acquire() adopts what resolve.lua still finds, which the late
+    /// release then frees behind it.
+    pub give_up_defers_release: bool,
 }
 
 /// Where the failover is.

@@ -688,6 +688,8 @@ pub struct Gate {
     pass: usize,
     /// Bytes held so far.
     held: usize,
+    /// The commands held so far.
+    bytes: Vec<u8>,
 }
 
 impl HoldingProxy {
@@ -728,6 +730,7 @@ impl HoldingProxy {
                             state.pass -= 1;
                         } else if state.on && script {
                             state.held += n;
+                            state.bytes.extend_from_slice(&buf[..n]);
                             cv.notify_all();
                             while state.on {
                                 state = cv.wait(state).unwrap();
@@ -757,7 +760,15 @@ impl HoldingProxy {
         gate.on = on;
         gate.pass = pass;
         gate.held = 0;
+        gate.bytes.clear();
         cv.notify_all();
+    }
+
+    /// Whether the commands held (since `hold_after`) contain `needle`.
+    pub fn held_contains(&self, needle: &[u8]) -> bool {
+        let (lock, _) = &*self.gate;
+        let gate = lock.lock().unwrap();
+        gate.bytes.windows(needle.len()).any(|w| w == needle)
     }
 
     /// Blocks until some client bytes are held (since `hold_after`).
@@ -768,4 +779,35 @@ impl HoldingProxy {
             .unwrap();
         assert!(!timeout.timed_out(), "nothing held: {:?}", *state);
     }
+}
+
+/// A master (A) and its replica (B), in sync: a WAIT on A is answered by B.
+pub fn master_and_replica() -> (RedisServer, RedisServer) {
+    let a = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let b = RedisServer::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &a.port.to_string(),
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let mut raw = a.conn();
+    await_until(
+        Duration::from_secs(10),
+        "the replica to acknowledge writes",
+        || {
+            let _: () = redis::cmd("SET")
+                .arg("probe")
+                .arg(1)
+                .query(&mut raw)
+                .unwrap();
+            redis::cmd("WAIT")
+                .arg(1)
+                .arg(200)
+                .query::<i64>(&mut raw)
+                .unwrap()
+                >= 1
+        },
+    );
+    (a, b)
 }
