@@ -250,18 +250,15 @@ fn max_waiters_fails_fast_beyond_the_cap() {
             ..SessionConfig::default()
         },
     );
-    let start = Instant::now();
     let _: () = redis::cmd("SET")
         .arg("PHPREDIS_SESSION:burst")
         .arg("a|i:1;")
         .query(&mut raw)
         .unwrap();
+    let start = Instant::now();
     let (mut r, data) = readonly.open("burst").unwrap();
+    assert!(start.elapsed() < SEC, "must not wait (its wait is 5 s)");
     assert_eq!(data.as_deref(), Some(&b"a|i:1;"[..]), "with its data");
-    assert!(
-        start.elapsed() < Duration::from_millis(300),
-        "must not wait"
-    );
     assert!(matches!(r.mode, Mode::Readonly), "{:?}", r.mode);
     assert_eq!(
         redis::cmd("ZCARD")

@@ -704,6 +704,11 @@ impl Lease {
                                 // token it found holding: a fresh one asks
                                 // again, once (as when it found nothing).
                                 Ok(Confirmed::Lapsed { .. }) if !retried => {
+                                    // Out of the queue of the master it ran on
+                                    // (a failover since may have kept it there).
+                                    if let Err(e) = self.withdraw(c, &token) {
+                                        return Err(unresolved(&e, token));
+                                    }
                                     retried = true;
                                     token = fresh();
                                     busy_since = None;
@@ -783,11 +788,16 @@ impl Lease {
                                         // Handed, and run out while we stalled: we
                                         // ask again, in our place if a new master
                                         // still queues us; with a fresh token if a
-                                        // re-read there voided this one (it found it
-                                        // holding: in no queue). A conversion, with
-                                        // its own, finds its hold gone.
+                                        // re-read there voided this one, once it is
+                                        // out of the current master's queue (a
+                                        // second switch may have kept it there). A
+                                        // conversion, with its own, finds its hold
+                                        // gone.
                                         Ok(Confirmed::Lapsed { voided }) => {
                                             if voided {
+                                                if let Err(e) = self.withdraw(c, &token) {
+                                                    return Err(unresolved(&e, token));
+                                                }
                                                 token = fresh();
                                                 busy_since = None;
                                             }
@@ -852,7 +862,17 @@ impl Lease {
         if !queued {
             return error;
         }
-        let settled = match c.token() {
+        match self.withdraw(c, token) {
+            Ok(()) => error,
+            Err(_) => unresolved(&error, token.clone()),
+        }
+    }
+
+    /// Takes `token`, which may be queued (or even hold the lease), out of the
+    /// current master's queue for good (`give_up`); a conversion's only leaves
+    /// the queue. An error: it may still be queued or hold.
+    fn withdraw<C: Claim>(&self, c: &C, token: &Token) -> Result<()> {
+        match c.token() {
             Some(_) => self.resolve(token, c.ttl()).map(drop),
             None => self.resolve(token, c.ttl()).and_then(|found| match found {
                 None => Ok(()),
@@ -870,10 +890,6 @@ impl Lease {
                     Ok(_) => Ok(()),
                 },
             }),
-        };
-        match settled {
-            Ok(()) => error,
-            Err(_) => unresolved(&error, token.clone()),
         }
     }
 
