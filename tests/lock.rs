@@ -478,18 +478,8 @@ fn a_grant_run_out_while_its_waiter_stalled_is_asked_for_again() {
         (got, held)
     });
     // The waiter's next script (the grant's extension) is held, as if it
-    // stalled right after its wake-up: held from a moment the waiter is seen
-    // in BLPOP (its nap, at most 1 s, may end between the look and the hold).
-    loop {
-        await_until(SEC * 10, "the waiter to wait for its wake-up", || {
-            blocked(&mut raw) > before
-        });
-        proxy.hold(true);
-        if blocked(&mut raw) > before {
-            break;
-        }
-        proxy.hold(false);
-    }
+    // stalled right after its wake-up.
+    proxy.hold_in_blpop(&mut raw, before);
     assert!(holder.release().unwrap());
     proxy.await_held(SEC * 10);
     assert!(

@@ -68,6 +68,7 @@ const REVOKE_ONCE: &str = "a revocation spares the lease it handed on";
 const EXPIRY: &str = "every key of a lease expires in time";
 const PERMITS: &str = "never more permits than the limit that admitted the last one";
 const INTEREST: &str = "no grant outlives its holder's interest";
+const HOLDS: &str = "no hold outlives its holder's interest";
 const HANDOFF: &str = "a release leaves nobody waiting for what it freed";
 
 fn deep() -> bool {
@@ -208,7 +209,7 @@ fn print_trace(
     }
 }
 
-const LOCK_PROPERTIES: [&str; 6] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HANDOFF];
+const LOCK_PROPERTIES: [&str; 7] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HOLDS, HANDOFF];
 
 #[test]
 fn one_holder_across_a_planned_failover_with_wait_replicas() {
@@ -282,6 +283,7 @@ fn without_wait_one_holder_outside_the_failover_window() {
                 FENCES_OUTSIDE_WINDOW,
                 EXPIRY,
                 INTEREST,
+                HOLDS,
             ],
             &["a hold on the promoted master"],
         );
@@ -390,7 +392,7 @@ fn acknowledged_session_writes_survive_a_failover_with_wait_replicas() {
         let checker = check(&format!("sessions, {failover:?}"), sessions(failover), None);
         assert_holds(
             &*checker,
-            &[WRITES_KEPT, EXPIRY, INTEREST],
+            &[WRITES_KEPT, EXPIRY, INTEREST, HOLDS],
             &["a session write acknowledged"],
         );
     }
@@ -426,7 +428,7 @@ fn a_revocation_acts_once_with_its_marker_on_every_run() {
     );
     assert_holds(
         &*checker,
-        &[WRITES_KEPT, REVOKE_ONCE, EXPIRY, INTEREST],
+        &[WRITES_KEPT, REVOKE_ONCE, EXPIRY, INTEREST, HOLDS],
         &["a session write acknowledged"],
     );
 }
@@ -567,7 +569,7 @@ fn read_write() -> Config {
     config
 }
 
-const RW_PROPERTIES: [&str; 6] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HANDOFF];
+const RW_PROPERTIES: [&str; 7] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HOLDS, HANDOFF];
 
 /// Readers share; a writer is alone; a writer queued before later readers goes
 /// first; readers queued together are woken together; an upgrade lets nobody
@@ -602,6 +604,8 @@ fn reverted_h_a_lapsed_upgrade_left_in_the_queue_is_handed_the_lock() {
     config.fixes.scripts.grant_drops_lapsed_upgrade = false;
     let checker = check("(h) refusals leave the queue entry", config, Some(INTEREST));
     assert_violated(&*checker, INTEREST);
+    // The hold it was granted is nobody's, whenever it is looked at.
+    assert_violated(&*checker, HOLDS);
 }
 
 /// Fix (j) reverted, a bug this model found: a reader granted while it waited
@@ -882,7 +886,7 @@ fn a_give_up_whose_release_is_lost_leaves_one_holder() {
     let checker = check("session give-ups apart", config, None);
     assert_holds(
         &*checker,
-        &[WRITES_KEPT, EXPIRY, INTEREST],
+        &[WRITES_KEPT, EXPIRY, INTEREST, HOLDS],
         &["a session write acknowledged"],
     );
 }
@@ -1110,6 +1114,7 @@ fn a_waiter_that_outwaits_its_grant_holds_nothing() {
                 EXPIRY,
                 PERMITS,
                 INTEREST,
+                HOLDS,
                 HANDOFF,
                 WRITES_KEPT,
             ],

@@ -273,6 +273,102 @@ fn max_waiters_fails_fast_beyond_the_cap() {
     waiter.join().unwrap();
 }
 
+/// max_waiters counts a request in when it queues: one whose grant ran out
+/// while it stalled (wait_replicas extends a grant before counting on it) asks
+/// again, and is not refused as a newcomer because others queued meanwhile.
+#[test]
+fn a_waiter_whose_grant_lapsed_asks_again_past_max_waiters() {
+    use support::{info_count, HoldingProxy};
+    let (master, _replica) = support::master_and_replica();
+    let mut raw = master.conn();
+    let id = "capped-stall";
+    let lock = format!("{{PHPREDIS_SESSION:{id}}}:lock");
+    let waiters = format!("{lock}:waiters");
+    let capped = |dsn: String, lock_ttl: Duration| {
+        let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+        let config = SessionConfig {
+            max_waiters: 1,
+            lock_wait: SEC * 30,
+            lock_ttl,
+            ..SessionConfig::default()
+        };
+        Arc::new(SessionStore::new(Arc::new(ep), config))
+    };
+    let (stalled, late) = (
+        HoldingProxy::start(master.port),
+        HoldingProxy::start(master.port),
+    );
+    let direct = capped(master.dsn(), SEC * 30);
+    let first = capped(
+        format!(
+            "redis://127.0.0.1:{}?read_timeout=10&wait_replicas=1&wait_timeout=5000",
+            stalled.port
+        ),
+        SEC * 2,
+    );
+    let blocked = |raw: &mut redis::Connection| info_count(raw, "blocked_clients:");
+    let queued = |raw: &mut redis::Connection| -> i64 {
+        redis::cmd("ZCARD").arg(&waiters).query(raw).unwrap()
+    };
+    let waiter = |store: Arc<SessionStore>| {
+        std::thread::spawn(move || {
+            store.open(id).map(|(mut w, _)| {
+                let mode = format!("{:?}", w.mode);
+                store.close(&mut w).unwrap();
+                mode
+            })
+        })
+    };
+    let (mut h, _) = direct.open(id).unwrap();
+    let before = blocked(&mut raw);
+    let first_thread = waiter(first.clone());
+    // The first waiter's grant extension is held: it stalls past the grant.
+    stalled.hold_in_blpop(&mut raw, before);
+    direct.close(&mut h).unwrap();
+    stalled.await_held(SEC * 10);
+    // The grant's extension; or, where its nap ended just before the grant,
+    // its next attempt, which finds the grant and extends it once let through.
+    assert!(
+        stalled.held_contains(b"rl_refresh_") || stalled.held_contains(b"rl_session_open_"),
+        "what is held is the first waiter's"
+    );
+    // Out of the queue with its grant, it leaves room for another, stalled
+    // too (its next attempt held).
+    let before = blocked(&mut raw);
+    let second_thread = waiter(capped(
+        format!("redis://127.0.0.1:{}?read_timeout=10", late.port),
+        SEC * 30,
+    ));
+    late.hold_in_blpop(&mut raw, before);
+    await_until(SEC * 10, "the grant to run out", || {
+        !exists(&mut raw, &lock)
+    });
+    // Not heard from since (its terms' third field), the second is passed
+    // over, and a third request takes the lock: the queue is at its cap.
+    let terms = format!("{lock}:terms");
+    await_until(SEC * 10, "the second to be passed over", || {
+        let all: Vec<String> = redis::cmd("HVALS").arg(&terms).query(&mut raw).unwrap();
+        let now = server_ms(&mut raw);
+        all.iter()
+            .all(|t| t.split(' ').nth(2).unwrap().parse::<i64>().unwrap() < now)
+    });
+    let (mut third, _) = direct.open(id).unwrap();
+    assert!(matches!(third.mode, Mode::Locked(_)), "{:?}", third.mode);
+    assert_eq!(queued(&mut raw), 1, "the second still queues");
+    stalled.hold(false);
+    await_until(SEC * 10, "the first to ask again", || {
+        first_thread.is_finished() || queued(&mut raw) == 2
+    });
+    late.hold(false);
+    direct.close(&mut third).unwrap();
+    let opened = first_thread.join().unwrap();
+    assert!(
+        matches!(&opened, Ok(mode) if mode.starts_with("Locked")),
+        "the first waiter gets the lock in the end: {opened:?}"
+    );
+    assert!(second_thread.join().unwrap().is_ok());
+}
+
 #[test]
 fn locking_off_is_last_writer_wins_without_lock_keys() {
     let server = RedisServer::start();

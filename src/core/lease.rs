@@ -693,32 +693,28 @@ impl Lease {
                         Ok(Some(owned)) if c.adopts(&owned) => {
                             metrics::incr(Counter::UncertainResolved);
                             let since = busy_since.unwrap_or(sent);
-                            match self.confirm_grant(c, &token, generation) {
-                                Ok(Confirmed::Stands) => {
-                                    Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
-                                }
-                                Ok(Confirmed::Newer(owned)) => {
-                                    Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
-                                }
+                            let owned = match self.confirm_grant(c, &token, generation) {
+                                Ok(Confirmed::Stands) => owned,
+                                Ok(Confirmed::Newer(owned)) => owned,
                                 // Ran out under us. resolve.lua voided the
                                 // token it found holding: a fresh one asks
                                 // again, once (as when it found nothing).
                                 Ok(Confirmed::Lapsed { .. }) if !retried => {
-                                    // Out of the queue of the master it ran on
-                                    // (a failover since may have kept it there).
-                                    if let Err(e) = self.withdraw(c, &token) {
-                                        return Err(unresolved(&e, token));
-                                    }
+                                    token = self.replace_voided(c, token, fresh)?;
                                     retried = true;
-                                    token = fresh();
                                     busy_since = None;
                                     continue;
                                 }
-                                Ok(Confirmed::Lapsed { .. }) => return Err(first),
+                                // Asked twice already: given up, out of the
+                                // current master's queue too (as above).
+                                Ok(Confirmed::Lapsed { .. }) => {
+                                    return Err(self.give_up(c, &token, true, first))
+                                }
                                 Err(f) => {
                                     return Err(self.give_up(c, &token, true, f.into_error()))
                                 }
-                            }
+                            };
+                            Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
                         }
                         // Nothing (or, for an upgrade, still just a reader): the
                         // attempt took nothing, and is tried once more.
@@ -795,10 +791,7 @@ impl Lease {
                                         // gone.
                                         Ok(Confirmed::Lapsed { voided }) => {
                                             if voided {
-                                                if let Err(e) = self.withdraw(c, &token) {
-                                                    return Err(unresolved(&e, token));
-                                                }
-                                                token = fresh();
+                                                token = self.replace_voided(c, token, fresh)?;
                                                 busy_since = None;
                                             }
                                             continue;
@@ -865,6 +858,21 @@ impl Lease {
         match self.withdraw(c, token) {
             Ok(()) => error,
             Err(_) => unresolved(&error, token.clone()),
+        }
+    }
+
+    /// A token resolve.lua voided, after its grant lapsed: out of the current
+    /// master's queue first (a failover since may have kept it there, to be
+    /// handed the lease for nobody), then the token that asks again in its place.
+    fn replace_voided<C: Claim>(
+        &self,
+        c: &C,
+        token: Token,
+        fresh: impl Fn() -> Token,
+    ) -> Result<Token> {
+        match self.withdraw(c, &token) {
+            Ok(()) => Ok(fresh()),
+            Err(e) => Err(unresolved(&e, token)),
         }
     }
 

@@ -304,7 +304,16 @@ impl Lock {
             }
             match self.refresh(self.ttl) {
                 Ok(true) => {}
-                Ok(false) => return Ok(()),
+                // Not ours (any more) where the extension ran. Where resolve.lua
+                // ran, the token is void and out of the queue; a master learned
+                // of since may still queue it, to hand it the lock for nobody:
+                // it leaves for good there.
+                Ok(false) => {
+                    if sentinel::generation(&ep) != generation {
+                        self.lease.abandon_or_defer(token, self.ttl, false);
+                    }
+                    return Ok(());
+                }
                 Err(e) => return Err(self.let_go_settled(e)),
             }
             let now = sentinel::generation(&ep);
@@ -471,6 +480,16 @@ impl Lock {
             }
             Ok(Got::Busy) => Ok(false),
             Ok(Got::Lapsed) => {
+                // Usually nothing is left to free. But an attempt of this
+                // conversion whose link broke may have run late, after the
+                // claim asked again: a downgrade's then made the token a reader
+                // (and the retry found it no writer), an upgrade's a writer.
+                if let Some(hold) = self.hold.clone() {
+                    hold.stop_watch();
+                    if self.lease.release_token(&hold.token).is_err() {
+                        self.lease.defer(hold.token.clone(), hold.ttl);
+                    }
+                }
                 self.set_hold(None, generation);
                 Ok(false)
             }

@@ -9,6 +9,7 @@
 //! string PHP's serializer produced; the lock at `{<prefix><id>}:lock` hashes to
 //! the same Redis Cluster slot.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -288,6 +289,9 @@ pub struct SessionStore {
 struct SessionClaim<'a> {
     config: &'a SessionConfig,
     id: &'a str,
+    /// An attempt of this claim queued: max_waiters counted it in already, and
+    /// asking again (its grant lapsed, its token voided) is never refused by it.
+    queued: Cell<bool>,
 }
 
 impl Claim for SessionClaim<'_> {
@@ -305,6 +309,11 @@ impl Claim for SessionClaim<'_> {
         generation: u64,
     ) -> std::result::Result<Value, Failure> {
         let ttl = self.config.lock_ttl;
+        let cap = if self.queued.get() {
+            0
+        } else {
+            self.config.max_waiters
+        };
         let (reply, acks) = lease.call(|c| {
             let mut reply: Value = scripts::SESSION_OPEN
                 .key(lease.keys.data.as_deref().unwrap_or_default())
@@ -315,12 +324,17 @@ impl Claim for SessionClaim<'_> {
                 .arg(token.as_str())
                 .arg(millis(ttl))
                 .arg(millis(will_wait))
-                .arg(self.config.max_waiters)
+                .arg(cap)
                 .call(&mut *c.inner)?;
             let acks = lease.replicate_claim(c, &mut reply, token, ttl)?;
             Ok((reply, acks))
         })?;
         lease.claim_replicated(acks, token, ttl, generation, "The session was locked")?;
+        if !will_wait.is_zero()
+            && matches!(&reply, Value::Array(v) if v.first() == Some(&Value::Int(0)))
+        {
+            self.queued.set(true);
+        }
         Ok(reply)
     }
 
@@ -340,9 +354,9 @@ impl Claim for SessionClaim<'_> {
     fn refused(&self, _: &Lease, _: i64) -> Error {
         metrics::incr(Counter::SessionTooManyWaiters);
         Error::LockTimeout(format!(
-            "{} requests already wait for session {}; not waiting (max_waiters)",
-            self.config.max_waiters,
-            short_id(self.id)
+            "the queue for session {} is full (max_waiters = {}); not waiting",
+            short_id(self.id),
+            self.config.max_waiters
         ))
     }
 
@@ -405,6 +419,7 @@ impl SessionStore {
         let claim = SessionClaim {
             config: &self.config,
             id,
+            queued: Cell::new(false),
         };
         let waited = match lease.claim(&claim, self.config.lock_wait) {
             Ok(waited) => waited,
@@ -630,7 +645,7 @@ impl SessionStore {
             }
             Mode::Unlocked => {
                 let key = s.data_key();
-                let runs = std::cell::Cell::new(0);
+                let runs = Cell::new(0);
                 let acks = s.lease.call_idempotent(|c| {
                     runs.set(runs.get() + 1);
                     let mut cmd = match op {
@@ -652,12 +667,8 @@ impl SessionStore {
                         // for WAIT to count; a marker does, and the replication
                         // stream is in order. (Not on a first run: a full Redis,
                         // noeviction, would refuse the marker, not the DEL.)
-                        redis::cmd("SET")
-                            .arg(s.lease.keys.marker(b"deleted", &Token::generate()))
-                            .arg(1)
-                            .arg("PX")
-                            .arg(millis(self.marker_ttl()))
-                            .query::<()>(&mut c.inner)?;
+                        let marker = s.lease.keys.marker(b"deleted", &Token::generate());
+                        self.set_marker(c, &marker)?;
                     }
                     s.lease.wait_replicas(c, true)
                 })?;
@@ -742,14 +753,19 @@ impl SessionStore {
                     return Ok(None);
                 }
             }
-            redis::cmd("SET")
-                .arg(&marker)
-                .arg(1)
-                .arg("PX")
-                .arg(millis(self.marker_ttl()))
-                .query::<()>(&mut c.inner)?;
+            self.set_marker(c, &marker)?;
             s.lease.wait_replicas(c, true).map(Some)
         })
+    }
+
+    /// Writes `marker` on `c`, for a WAIT after it to count: nothing reads it.
+    fn set_marker(&self, c: &mut Conn, marker: &[u8]) -> redis::RedisResult<()> {
+        redis::cmd("SET")
+            .arg(marker)
+            .arg(1)
+            .arg("PX")
+            .arg(millis(self.marker_ttl()))
+            .query(&mut c.inner)
     }
 
     /// Unlocks without writing (session_abort(), read_and_close, close after a

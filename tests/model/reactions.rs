@@ -588,6 +588,16 @@ impl System {
                 refreshed(s, c, sent, ttl, extended);
                 let now = s.now;
                 let client = s.client_mut(c);
+                // `Lock::adopt_unresolved`: not ours on a master learned of
+                // after resolve.lua answered, which may still queue the token.
+                let abandon = match then {
+                    Then::Settled(_, asked)
+                        if extended == Some(false) && client.generation != asked =>
+                    {
+                        client.hold.map(|h| h.token)
+                    }
+                    _ => None,
+                };
                 let then = match then {
                     // (r) in `Lock::settle`: refreshed on a master learned of
                     // after resolve.lua answered: asked there what the token is.
@@ -618,6 +628,10 @@ impl System {
                         // goes on to claim; a nested synchronized() throws.
                         client.hold = None;
                         client.pc = Pc::Idle;
+                        if let Some(token) = abandon {
+                            let node = s.client(c).generation - 1;
+                            s.orphan(cfg, node, Req::Abandon { token });
+                        }
                         if let Then::Acquire(want) = then {
                             self.claim(s, c, want, None, cfg.wait);
                         }
@@ -739,6 +753,9 @@ impl System {
                     Reply::Lapsed => {
                         say(|| format!("c{c}: its hold ran out; the conversion is over"));
                         s.ghost.lapsed = true;
+                        // Released all the same (`Lock::convert`): a late run of
+                        // an earlier attempt of it may have left a hold.
+                        self.release_token(s, c, token);
                         let client = s.client_mut(c);
                         stop_watch(client);
                         client.hold = None;
@@ -810,18 +827,23 @@ impl System {
                 // No longer ours: it ran out before this extension (the waiter
                 // stalled), or the master that granted it was replaced. Never
                 // counted on, and no replica fell short (`Confirmed::Lapsed`): the
-                // claim asks again with a fresh token (resolve.lua voided one it
-                // adopted; a conversion keeps its own, and finds its hold gone),
-                // after a broken link only once.
+                // claim asks again, in its place; with a fresh token only where
+                // resolve.lua voided the old one (a conversion keeps its own, and
+                // finds its hold gone), once the old one is out of the current
+                // master's queue (`Lease::replace_voided`, its withdraw in flight
+                // here); after a broken link only once.
                 Outcome::Reply(Reply::Int(0), _) => {
                     if via == Via::Adopted {
                         if claim.retried {
-                            return self.claim_failed(s, c);
+                            // Given up, out of the current master's queue too.
+                            return self.give_up(s, c, token, true);
                         }
                         claim.retried = true;
                     }
                     say(|| format!("c{c}: the grant ran out before it was extended; asking again"));
                     if voided && !claim.convert {
+                        let node = s.client(c).generation - 1;
+                        s.orphan(&self.config, node, Req::Abandon { token });
                         claim.token = new_token(s.client_mut(c), c);
                         claim.busy_since = None;
                     }

@@ -1021,6 +1021,20 @@ impl Model for System {
             Property::always("no grant outlives its holder's interest", |_, s: &State| {
                 s.ghost.unwanted_grant.is_none()
             }),
+            Property::always("no hold outlives its holder's interest", |_, s: &State| {
+                let db = s.master();
+                db.lock
+                    .filter(|l| l.until > s.now)
+                    .map(|l| l.token)
+                    .into_iter()
+                    .chain(
+                        db.holders
+                            .iter()
+                            .filter(|h| h.until > s.now)
+                            .map(|h| h.token),
+                    )
+                    .all(|t| s.wanted(t))
+            }),
             Property::always(
                 "a release leaves nobody waiting for what it freed",
                 |_, s: &State| !s.ghost.stranded,

@@ -269,7 +269,6 @@ pub fn signal_pid(pid: u32, sig: &str) {
     assert!(ok, "kill -{sig} failed");
 }
 
-/// Polls `cond` until it holds, failing the test after `limit`.
 /// A count from INFO (commandstats, errorstats...): the number after `prefix`
 /// on its line, 0 when there is no such line.
 pub fn info_count(conn: &mut redis::Connection, prefix: &str) -> u64 {
@@ -279,6 +278,7 @@ pub fn info_count(conn: &mut redis::Connection, prefix: &str) -> u64 {
         .map_or(0, |n| n.split(',').next().unwrap().trim().parse().unwrap())
 }
 
+/// Polls `cond` until it holds, failing the test after `limit`.
 pub fn await_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !cond() {
@@ -769,6 +769,25 @@ impl HoldingProxy {
         let (lock, _) = &*self.gate;
         let gate = lock.lock().unwrap();
         gate.bytes.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// Holds scripts from a moment more clients than `before` are seen blocked
+    /// (a waiter in BLPOP on `raw`'s server): a waiter's nap (at most 1 s) may
+    /// end between the look and the hold, so it looks again after.
+    pub fn hold_in_blpop(&self, raw: &mut redis::Connection, before: u64) {
+        let blocked = |raw: &mut redis::Connection| info_count(raw, "blocked_clients:");
+        loop {
+            await_until(
+                Duration::from_secs(10),
+                "a waiter to wait for its wake-up",
+                || blocked(raw) > before,
+            );
+            self.hold(true);
+            if blocked(raw) > before {
+                return;
+            }
+            self.hold(false);
+        }
     }
 
     /// Blocks until some client bytes are held (since `hold_after`).

@@ -3,7 +3,8 @@
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] void
 -- marker of this token
 -- ARGV[1] token, ARGV[2] lock ttl in ms, ARGV[3] how long the caller will still
--- wait, in ms (0: it will not, and leaves the queue), ARGV[4] most waiters (0: no cap)
+-- wait, in ms (0: it will not, and leaves the queue), ARGV[4] most waiters (0: no
+-- cap; a request that queued once asks with 0: it was counted in then)
 -- Returns {1, data or nil} when it locked the session, {2, data or nil} when the
 -- lock was handed to us while we waited,
 -- {0, pttl} when another request holds it ({0, -2}: this token was voided), and
