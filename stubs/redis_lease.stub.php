@@ -495,7 +495,8 @@ namespace RedisLease {
      * Counters: lock_acquired, lock_contended, lock_busy (acquire gave up), lock_released,
      * lock_lost (release or refresh found the lease gone), lock_renewals, session_locked,
      * session_contended, session_lock_timeouts, session_too_many_waiters, session_lost (write or
-     * unlock rejected: lease expired), session_readonly, session_write_conflicts, wakeups, grants_lapsed (handed to a waiter that
+     * unlock rejected: lease expired), session_revoked (write or unlock refused: a logout by
+     * another request revoked the lock), session_readonly, session_write_conflicts, wakeups, grants_lapsed (handed to a waiter that
      * stalled past them, asked for again), connects,
      * connection_errors, retries, uncertain_resolved, master_changes, failover_lost, wait_shortfalls. Histograms lock_wait_seconds, lock_hold_seconds,
      * session_wait_seconds and session_hold_seconds, each

@@ -233,7 +233,7 @@ fn a_demoted_master_answering_readonly_on_an_open_link() {
     let retries = metrics::get(Counter::Retries);
     let err = plain.release(&h, false).unwrap_err();
     assert!(
-        matches!(&err, Error::Reply(m) if m.contains("READONLY")),
+        matches!(&err, Error::Reply { message: m, .. } if m.contains("READONLY")),
         "{err:?}"
     );
     assert!(metrics::get(Counter::Retries) > retries, "tried once more");

@@ -395,7 +395,7 @@ fn a_function_that_failed_after_it_ran_is_never_sent_again() {
         .acquire(SEC, Duration::from_millis(500))
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Reply(m) if m.contains("WRONGTYPE")),
+        matches!(&err, Error::Reply { message: m, .. } if m.contains("WRONGTYPE")),
         "{err:?}"
     );
     assert_eq!(
@@ -463,7 +463,7 @@ fn a_foreign_value_in_the_lock_key_is_an_error() {
         .acquire(SEC, Duration::ZERO)
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Reply(m) if m.contains("WRONGTYPE")),
+        matches!(&err, Error::Reply { message: m, .. } if m.contains("WRONGTYPE")),
         "{err:?}"
     );
     // A lock key without expiry (set by hand) is contention with no end in sight:
@@ -678,7 +678,7 @@ fn release_and_session_unlock_under_oom_finish_or_change_nothing() {
     }
     let refused = lease(&server, "oom-new").acquire(SEC, Duration::ZERO);
     assert!(
-        matches!(&refused, Err(Error::Reply(m)) if m.contains("OOM")),
+        matches!(&refused, Err(Error::Reply { message: m, .. }) if m.contains("OOM")),
         "{refused:?}"
     );
     assert!(
@@ -693,7 +693,7 @@ fn release_and_session_unlock_under_oom_finish_or_change_nothing() {
     // A session write may grow memory: refused as a whole, the lock still ours.
     let err = store.write(&mut session, b"new", SEC * 60).unwrap_err();
     assert!(
-        matches!(&err, Error::Reply(m) if m.contains("OOM")),
+        matches!(&err, Error::Reply { message: m, .. } if m.contains("OOM")),
         "{err:?}"
     );
     let data: String = redis::cmd("GET")
@@ -712,6 +712,50 @@ fn release_and_session_unlock_under_oom_finish_or_change_nothing() {
         .unwrap();
     assert!(l.release(&handed, false).unwrap());
     let _ = Saved::Yes;
+}
+
+/// A release Redis refused for a moment (its master demoted to a replica, then
+/// promoted back) is settled by the process's next call once the server takes
+/// writes again: the lock is free for the next taker at once, not held for
+/// nobody until its lease runs out. Before, the refusal met while settling
+/// dropped the leftover for good.
+#[test]
+fn a_release_refused_for_now_is_settled_once_the_server_takes_writes() {
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let mut replica_of = |host: &str, port: &str| {
+        let _: () = redis::cmd("REPLICAOF")
+            .arg(host)
+            .arg(port)
+            .query(&mut raw)
+            .unwrap();
+    };
+    let l = lease(&server, "passing");
+    let h = l.acquire(SEC * 60, Duration::ZERO).unwrap().unwrap();
+    // A replica of a master that never answers its handshake (a port held by
+    // this test, not one another test's server may take): it answers, and
+    // refuses writes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    replica_of(
+        "127.0.0.1",
+        &silent.local_addr().unwrap().port().to_string(),
+    );
+    l.release_or_defer(&h, false, false);
+    // The next call meets the refusal while settling, and then its own.
+    let err = lease(&server, "passing-other")
+        .acquire(SEC, Duration::ZERO)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Reply { message, passing: true } if message.contains("READONLY")),
+        "{err:?}"
+    );
+    replica_of("NO", "ONE");
+    let mut raw = server.conn();
+    assert!(exists(&mut raw, "lock:{passing}"), "refused: still held");
+    let next = lease(&server, "passing")
+        .acquire(SEC * 10, Duration::ZERO)
+        .unwrap();
+    assert!(next.is_some(), "the release left over is settled first");
 }
 
 #[test]

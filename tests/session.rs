@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::error::Error;
-use redis_lease::core::session::{Mode, OnLockTimeout, Saved, SessionConfig, SessionStore};
+use redis_lease::core::hold::Hold;
+use redis_lease::core::session::{
+    Mode, OnLockTimeout, Saved, Session, SessionConfig, SessionStore,
+};
 use support::{await_until, exists, server_ms, RedisServer};
 
 const SEC: Duration = Duration::from_secs(1);
@@ -15,6 +18,14 @@ const SEC: Duration = Duration::from_secs(1);
 fn store(server: &RedisServer, config: SessionConfig) -> SessionStore {
     let ep = Endpoint::parse(&server.dsn(), Timeouts::default()).unwrap();
     SessionStore::new(Arc::new(ep), config)
+}
+
+/// The hold of a session open with its lock.
+fn hold_of(session: &Session) -> Hold {
+    match &session.mode {
+        Mode::Locked(hold) => hold.clone(),
+        mode => panic!("not locked: {mode:?}"),
+    }
 }
 
 fn get(server: &RedisServer, key: &str) -> Option<String> {
@@ -542,6 +553,101 @@ fn every_accepted_lock_name_keeps_its_keys_in_one_cluster_slot() {
     assert!(check_lock_prefix(b"").is_ok());
 }
 
+/// A request whose lock a logout revoked (another request's destroy) is told
+/// so by its save, apart from a lease that ran out: the logout's outcome, not
+/// a failure (the PHP layer does not warn of it). Its save sent again says the
+/// same; a request that lost its lease before the logout is told it lost it.
+#[test]
+fn a_save_after_a_logout_is_told_revoked_not_lost() {
+    let server = RedisServer::start();
+    let config = SessionConfig {
+        lock_renew: false,
+        ..SessionConfig::default()
+    };
+    let s = store(&server, config.clone());
+    let logout = store(&server, config.clone());
+    let (mut held, _) = s.open("rvk").unwrap();
+    let token = hold_of(&held).token;
+    logout.delete("rvk").unwrap();
+    let revoked = "{PHPREDIS_SESSION:rvk}:lock:revoked";
+    let pttl = support::pttl(&server, revoked);
+    assert!(pttl > 3_000_000, "kept past a long request: {pttl}");
+    assert_eq!(
+        s.write(&mut held, b"logged-in|i:1;", SEC * 60).unwrap(),
+        Saved::Revoked
+    );
+    assert_eq!(
+        get(&server, "PHPREDIS_SESSION:rvk"),
+        None,
+        "still logged out"
+    );
+    // The same save sent again (as after a lost reply) is refused the same way.
+    let again: i64 = redis_lease::core::scripts::SESSION_SAVE
+        .key("PHPREDIS_SESSION:rvk")
+        .key("{PHPREDIS_SESSION:rvk}:lock")
+        .key("{PHPREDIS_SESSION:rvk}:lock:waiters")
+        .key("{PHPREDIS_SESSION:rvk}:lock:terms")
+        .key(revoked)
+        .arg(token.as_str())
+        .arg("logged-in|i:1;")
+        .arg(60)
+        .arg("write")
+        .invoke(&mut server.conn())
+        .unwrap();
+    assert_eq!(again, 2);
+    let (mut next, data) = s.open("rvk").unwrap();
+    assert_eq!(data, None);
+    assert_eq!(
+        s.write(&mut next, b"new|i:2;", SEC * 60).unwrap(),
+        Saved::Yes
+    );
+
+    // A lease that ran out before the logout: the logout revoked another
+    // request's hold, and this one is told its lease was lost.
+    let short = store(
+        &server,
+        SessionConfig {
+            lock_ttl: Duration::from_millis(100),
+            ..config
+        },
+    );
+    let (mut late, _) = short.open("rvk2").unwrap();
+    let mut raw = server.conn();
+    await_until(SEC * 5, "the short lease to run out", || {
+        !exists(&mut raw, "{PHPREDIS_SESSION:rvk2}:lock")
+    });
+    let (_other, _) = s.open("rvk2").unwrap();
+    logout.delete("rvk2").unwrap();
+    assert_eq!(
+        short.write(&mut late, b"late|i:1;", SEC * 60).unwrap(),
+        Saved::LeaseLost
+    );
+}
+
+/// A renewed session hold that a logout revoked: the watchdog's renewal finds
+/// it revoked, not lost (which counts `session_lost`, and alerts).
+#[test]
+fn the_watchdog_tells_a_revoked_hold_from_a_lost_one() {
+    let server = RedisServer::start();
+    let config = SessionConfig {
+        // Renewed after 2 s: a late renewal (a loaded machine) must not
+        // reach the lease's end, where the hold would count as expired.
+        lock_ttl: SEC * 6,
+        lock_renew: true,
+        ..SessionConfig::default()
+    };
+    let s = store(&server, config.clone());
+    let (mut held, _) = s.open("rvw").unwrap();
+    let hold = hold_of(&held);
+    store(&server, config).delete("rvw").unwrap();
+    await_until(SEC * 10, "the watchdog to renew it", || hold.lost());
+    assert!(hold.revoked(), "revoked, not lost");
+    assert_eq!(
+        s.write(&mut held, b"back|i:1;", SEC * 60).unwrap(),
+        Saved::Revoked
+    );
+}
+
 #[test]
 fn a_revocation_run_twice_revokes_only_once() {
     // A logout of a session another request holds hands its lock to the next
@@ -553,6 +659,7 @@ fn a_revocation_run_twice_revokes_only_once() {
     let (data, lock) = ("PHPREDIS_SESSION:rv", "{PHPREDIS_SESSION:rv}:lock");
     let (waiters, terms) = (format!("{lock}:waiters"), format!("{lock}:terms"));
     let marker = format!("{lock}:revoked:nonce");
+    let ousted = format!("{lock}:revoked");
     let now_ms = server_ms(&mut c);
     let _: () = redis::pipe()
         .cmd("SET")
@@ -580,7 +687,9 @@ fn a_revocation_run_twice_revokes_only_once() {
             .key(&waiters)
             .key(&terms)
             .key(&marker)
+            .key(&ousted)
             .arg(5000)
+            .arg(60_000)
             .invoke(c)
             .unwrap()
     };
@@ -609,7 +718,9 @@ fn a_revocation_run_twice_revokes_only_once() {
             .key(&waiters)
             .key(&terms)
             .key(&lonely)
+            .key(&ousted)
             .arg(5000)
+            .arg(60_000)
             .invoke(c)
             .unwrap()
     };

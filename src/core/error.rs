@@ -15,10 +15,13 @@ pub enum Error {
     #[error("{0}")]
     Connection(String),
 
-    /// Redis answered with an error reply (NOPERM, OOM, WRONGTYPE, READONLY...):
-    /// the command changed nothing, and asking again will not help.
-    #[error("{0}")]
-    Reply(String),
+    /// Redis answered with an error reply: the command changed nothing.
+    /// `passing`: the reply tells of a state the server leaves by itself (a
+    /// script running long, memory full, a master loading or demoted, a Cluster
+    /// slot moving), so the same command may run later; otherwise (NOPERM,
+    /// WRONGTYPE, an unknown command...) asking again will not help.
+    #[error("{message}")]
+    Reply { message: String, passing: bool },
 
     /// A session's lock could not be had in time (or too many requests already
     /// wait for it). Contention, not failure: the message says which.
@@ -39,4 +42,30 @@ impl Error {
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())
     }
+
+    /// An error reply that asking again will not change.
+    pub fn refused(msg: impl Into<String>) -> Self {
+        Error::Reply {
+            message: msg.into(),
+            passing: false,
+        }
+    }
+}
+
+/// Whether an error reply's code tells of a state the server leaves by itself.
+pub(crate) fn passing_code(code: Option<&str>) -> bool {
+    matches!(
+        code,
+        Some(
+            "OOM"
+                | "READONLY"
+                | "LOADING"
+                | "BUSY"
+                | "MASTERDOWN"
+                | "TRYAGAIN"
+                | "CLUSTERDOWN"
+                | "NOREPLICAS"
+                | "MISCONF"
+        )
+    )
 }

@@ -119,6 +119,12 @@ impl Hold {
         self.own_watch().is_some_and(Watch::ended)
     }
 
+    /// The watchdog found that a logout revoked it (a session's hold).
+    pub fn revoked(&self) -> bool {
+        self.own_watch()
+            .is_some_and(|w| w.state.load(Ordering::Acquire) == REVOKED)
+    }
+
     /// Given up because Redis stopped answering the watchdog: a release now would
     /// only wait for a timeout, so it is left for later (see `Lease::release`).
     pub fn unanswered(&self) -> bool {
@@ -163,6 +169,9 @@ const LOST: u8 = 1;
 const EXPIRED: u8 = 2;
 /// Its holder let go (release, close, the request's end).
 const STOPPED: u8 = 3;
+/// A logout revoked it (a session's; see session_revoke.lua): ended on
+/// purpose, and counted by its holder's save or close, not as lost.
+const REVOKED: u8 = 4;
 
 /// After a failed renewal, the next try comes this soon (or earlier, when the
 /// lease would end first).
@@ -268,7 +277,7 @@ impl Watch {
     /// Redis ends only on its 100 ms tick) that could only come too late.
     pub fn ended(&self) -> bool {
         match self.state.load(Ordering::Acquire) {
-            LOST | EXPIRED => true,
+            LOST | EXPIRED | REVOKED => true,
             WATCHING if Instant::now() >= self.safe_until() => {
                 self.end_as(EXPIRED);
                 true
@@ -324,13 +333,23 @@ impl Watch {
         self.end_as(LOST);
     }
 
+    /// Redis says a logout revoked it.
+    pub(crate) fn revoke(&self) {
+        self.end_as(REVOKED);
+    }
+
+    /// A session's: its renewal tells a revoked hold apart (refresh.lua).
+    pub(crate) fn session(&self) -> bool {
+        self.kind == Kind::Session
+    }
+
     fn end_as(&self, state: u8) {
         let ended = self
             .state
             .compare_exchange(WATCHING, state, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
         // A hold nobody renews simply runs out: its holder counts that, if ever.
-        if ended && (self.renew || state == LOST) {
+        if ended && state != REVOKED && (self.renew || state == LOST) {
             metrics::incr(match self.kind {
                 Kind::Lock => Counter::LockLost,
                 Kind::Session => Counter::SessionLost,

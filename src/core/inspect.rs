@@ -160,7 +160,7 @@ pub fn survey(lease: &Lease, kind: Kind) -> Result<Survey> {
     })?;
     let shown = shown_key(keys, kind);
     read_survey(v, kind, shown).map_err(|why| {
-        Error::Reply(format!(
+        Error::refused(format!(
             "{} at {} is not a redis_lease {}: {why}",
             shown_key(keys, kind),
             lease.endpoint.location(),
@@ -414,7 +414,7 @@ pub fn leases(endpoint: &std::sync::Arc<Endpoint>, search: &Search) -> Result<Fo
     let nodes = conn
         .inner
         .scan_targets()
-        .map_err(|e| Error::Reply(format!("Cannot list the nodes to scan: {e}")))?;
+        .map_err(|e| Error::refused(format!("Cannot list the nodes to scan: {e}")))?;
     let mut failures = 0;
     let mut broken = false;
     'nodes: for node in &nodes {
@@ -470,7 +470,7 @@ pub fn leases(endpoint: &std::sync::Arc<Endpoint>, search: &Search) -> Result<Fo
         conn.recycle();
     }
     if failures == nodes.len() && failures > 0 {
-        return Err(Error::Reply(found.partial.join("; ")));
+        return Err(Error::refused(found.partial.join("; ")));
     }
     for (base, kind) in bases {
         if Instant::now() >= deadline {
@@ -485,8 +485,9 @@ pub fn leases(endpoint: &std::sync::Arc<Endpoint>, search: &Search) -> Result<Fo
         match survey(&lease, kind) {
             Ok(s) if s.live() => found.leases.push(s),
             Ok(_) => {}
-            // A key that only looks like ours is no lease: not a failure.
-            Err(Error::Reply(_)) => {}
+            // A key that only looks like ours is no lease: not a failure. A
+            // server busy or loading is one: what it would show is missing.
+            Err(Error::Reply { passing: false, .. }) => {}
             Err(e) => {
                 found.partial.push(e.to_string());
                 break;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use redis::{ErrorKind, FromRedisValue, Value};
 
 use crate::core::dsn::Endpoint;
-use crate::core::error::{Error, Result};
+use crate::core::error::{passing_code, Error, Result};
 pub use crate::core::hold::Hold;
 use crate::core::hold::{millis, Kind};
 use crate::core::metrics::{self, Counter, Timing};
@@ -172,6 +172,12 @@ impl LeaseKeys {
     /// The list a waiting `token` sleeps on (see lib.lua's `hand_off`).
     pub fn wake(&self, token: &Token) -> Vec<u8> {
         [self.lock(), b":wake:", token.as_str().as_bytes()].concat()
+    }
+
+    /// The tokens of session holds a logout revoked (see session_revoke.lua), in
+    /// parts (for `Invocation::key_of`).
+    pub fn revoked_parts(&self) -> [&[u8]; 2] {
+        [self.lock(), b":revoked"]
     }
 
     /// A short-lived marker `<lock>:<what>:<token>`, in the lock's slot.
@@ -393,13 +399,16 @@ impl Lease {
                     // A complete error reply: the connection is still in step.
                     conn.recycle();
                     metrics::incr(Counter::ConnectionErrors);
-                    Err(Failure::Reply(Error::Reply(format!(
-                        "Redis at {} answered with an error: {}{}{}",
-                        self.endpoint.location(),
-                        server_error_text(&e),
-                        auth_hint(&e),
-                        scripting_hint(&e)
-                    ))))
+                    Err(Failure::Reply(Error::Reply {
+                        message: format!(
+                            "Redis at {} answered with an error: {}{}{}",
+                            self.endpoint.location(),
+                            server_error_text(&e),
+                            auth_hint(&e),
+                            scripting_hint(&e)
+                        ),
+                        passing: passing_code(e.code()),
+                    }))
                 }
                 Err(e) if conn.inner.sent_nothing() => {
                     // A Cluster master this call needed could not be reached before
@@ -887,7 +896,7 @@ impl Lease {
                 Some(_) => match self.release_token(token) {
                     // Refused: nothing ran, and the token still holds (the
                     // caller's to settle).
-                    Err(e @ Error::Reply(_)) => Err(e),
+                    Err(e @ Error::Reply { .. }) => Err(e),
                     // Found holding, and its release may still run: never
                     // adopted as a hold again (`left_to_settle`), finished by
                     // the process's next call.
@@ -939,11 +948,14 @@ impl Lease {
                 metrics::incr(Counter::ConnectionErrors);
                 // Not `{e}`: an unknown BLPOP echoes its key, which names the
                 // session and the waiter's token.
-                Err(Error::Reply(format!(
-                    "Redis at {} answered with an error: {}",
-                    self.endpoint.location(),
-                    server_error_text(&e)
-                )))
+                Err(Error::Reply {
+                    message: format!(
+                        "Redis at {} answered with an error: {}",
+                        self.endpoint.location(),
+                        server_error_text(&e)
+                    ),
+                    passing: passing_code(e.code()),
+                })
             }
             // A broken connection only costs a wake-up: the caller tries again at
             // once, on a fresh connection, which reports a real outage.
@@ -1008,7 +1020,7 @@ impl Lease {
 
     /// Runs the unlock of `token` for this kind of lease: release.lua for a lock,
     /// session_save.lua's 'unlock' for a session (whose next waiter gets the data).
-    /// 1: unlocked now; 0: not ours.
+    /// 1: unlocked now; 0: not ours; 2: a session's hold a logout revoked.
     fn unlock(&self, c: &mut Conn, token: &Token) -> redis::RedisResult<i64> {
         match &self.keys.data {
             None => {
@@ -1049,6 +1061,7 @@ impl Lease {
         inv.key(self.keys.lock())
             .key(self.keys.waiters())
             .key(self.keys.terms())
+            .key_of(&self.keys.revoked_parts())
             .arg(token.as_str())
             .arg(data)
             .arg(secs)
@@ -1075,29 +1088,40 @@ impl Lease {
             let _ = self.replicated(acks, "The lock was released");
             Ok(n)
         };
-        let released = match self.call(run) {
-            Ok(n) => n == 1 || (maybe_done && Instant::now() < hold.safe_until()),
+        // 2: a session's hold a logout revoked, not ours to have released.
+        let (n, maybe_done) = match self.call(run) {
+            Ok(n) => (n, maybe_done),
             Err(Failure::TimedOut(e)) => return Err(unresolved(&e, hold.token.clone())),
             Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
                 let again = match self.call(run) {
-                    Ok(n) => n == 1,
+                    Ok(n) => n,
                     // The first release may have run: say so, for the next release().
                     Err(f) => return Err(unresolved(&f.into_error(), hold.token.clone())),
                 };
                 metrics::incr(Counter::UncertainResolved);
                 // Not ours any more: either our first release ran, or the lease ran
                 // out. While it cannot have run out yet, only our release explains it.
-                again || Instant::now() < hold.safe_until()
+                (again, true)
             }
             Err(f) => return Err(f.into_error()),
         };
-        if released {
+        let released = n == 1 || (n == 0 && maybe_done && Instant::now() < hold.safe_until());
+        let session = self.keys.data.is_some();
+        if released && session {
+            metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
+        } else if released {
             metrics::incr(Counter::LockReleased);
             metrics::observe(Timing::LockHold, hold.acquired_at.elapsed());
+        } else if n == 2 {
+            metrics::incr(Counter::SessionRevoked);
         } else if !hold.lost() {
             // (The watchdog counted it when it gave the hold up.)
-            metrics::incr(Counter::LockLost);
+            metrics::incr(if session {
+                Counter::SessionLost
+            } else {
+                Counter::LockLost
+            });
         }
         Ok(released)
     }
@@ -1129,8 +1153,12 @@ impl Lease {
 
     /// Releases whatever lease `token` holds. True when it held one.
     pub fn release_token(&self, token: &Token) -> Result<bool> {
+        self.unlock_token(token).map(|n| n == 1)
+    }
+
+    /// [`Lease::release_token`], answering as `unlock` does.
+    pub(crate) fn unlock_token(&self, token: &Token) -> Result<i64> {
         self.call_idempotent(|c| self.unlock(c, token))
-            .map(|n| n >= 1)
     }
 
     /// Gives up on `token`, whose state is unknown: frees the lease if it holds it,

@@ -41,6 +41,7 @@ named!(Counter {
     SessionLockTimeouts => "session_lock_timeouts", "Session opens whose lock wait ran out (failed acquisitions).";
     SessionTooManyWaiters => "session_too_many_waiters", "Session opens refused because max_waiters requests already waited.";
     SessionLost => "session_lost", "Session writes or unlocks rejected because the lease had expired.";
+    SessionRevoked => "session_revoked", "Session writes or unlocks refused because a logout (a destroy by another request) revoked the request's lock: the session stays destroyed.";
     SessionReadonly => "session_readonly", "Sessions opened read-only (on_lock_timeout = readonly) after the lock wait ran out, or when max_waiters requests already waited.";
     SessionUndecodable => "session_undecodable", "Sessions whose stored data could not be read (not the configured compression's, nor a serialized session; or inflating past the bound): left as stored, seen empty, not written over.";
     SessionWriteConflicts => "session_write_conflicts", "Writes of a session the request did not hold refused: another request held its lock, or had saved it since this request's own save.";

@@ -30,7 +30,8 @@ pub(crate) trait Leftover: Send + Sync {
     fn endpoint(&self) -> &Endpoint;
     /// The token it settles.
     fn token(&self) -> &Token;
-    /// Settles it; an error reply is final, any other error means "try later".
+    /// Settles it; an error reply that will not pass is final, any other
+    /// error means "try later".
     fn settle(&self) -> Result<()>;
 }
 
@@ -87,7 +88,9 @@ pub(crate) fn left_to_settle(token: &Token) -> bool {
 
 /// Settles what is left for `ep`, before the caller's own command. When Redis
 /// cannot be reached for that, the caller's command would fail too: the error is
-/// returned instead, at the cost of one timeout, not two.
+/// returned instead, at the cost of one timeout, not two. A server that answers
+/// but refuses for now (busy, loading, demoted) keeps what is left for a later
+/// call, and lets the caller's command meet it (or find it over) on its own.
 pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
     if !ANY.load(Ordering::Acquire) {
         return Ok(());
@@ -107,10 +110,14 @@ pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
         };
         // A panic must not leave it busy (listed for ever, never settled).
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| left.settle()));
-        // An error reply will not go away by asking again: the entry goes, as
-        // when settled. Still unreachable: it stays, with the rest, for another
-        // time.
-        let again = !matches!(&outcome, Ok(Ok(()) | Err(Error::Reply(_))));
+        // An error reply that will not go away by asking again: the entry
+        // goes, as when settled. Still unreachable, or refused for now: it
+        // stays, with the rest, for another time. Dropped, its token could keep
+        // the lease (or a place in the queue) for nobody until it ran out.
+        let again = !matches!(
+            &outcome,
+            Ok(Ok(()) | Err(Error::Reply { passing: false, .. }))
+        );
         with_entries(|entries| {
             if again {
                 if let Some(e) = entries.iter_mut().find(|e| Arc::ptr_eq(&e.left, &left)) {
@@ -122,6 +129,7 @@ pub(crate) fn settle(ep: &Endpoint) -> Result<()> {
         });
         match outcome {
             Err(p) => panic::resume_unwind(p),
+            Ok(Err(Error::Reply { .. })) if again => return Ok(()),
             Ok(Err(e)) if again => return Err(e),
             Ok(_) => {}
         }
@@ -155,15 +163,18 @@ mod tests {
         }
     }
 
-    /// A token another thread is settling right now is still left to settle:
-    /// an object asking then must not adopt it (the release may still run).
-    #[test]
-    fn a_token_being_settled_is_still_left_to_settle() {
-        let ep = Endpoint::parse(
-            "redis://127.0.0.1:1/?prefix=pending-test",
-            Timeouts::default(),
-        )
-        .expect("dsn");
+    /// A `Gated` leftover deferred for an endpoint of its own (`prefix`): its
+    /// endpoint, token, the word that settling began, and the answer to give.
+    fn gated(
+        prefix: &str,
+    ) -> (
+        Endpoint,
+        Token,
+        mpsc::Receiver<()>,
+        mpsc::Sender<Result<()>>,
+    ) {
+        let dsn = format!("redis://127.0.0.1:1/?prefix={prefix}");
+        let ep = Endpoint::parse(&dsn, Timeouts::default()).expect("dsn");
         let token = Token::generate();
         let (started_tx, started) = mpsc::channel();
         let (go, go_rx) = mpsc::channel();
@@ -176,6 +187,14 @@ mod tests {
             }),
             Duration::from_secs(60),
         );
+        (ep, token, started, go)
+    }
+
+    /// A token another thread is settling right now is still left to settle:
+    /// an object asking then must not adopt it (the release may still run).
+    #[test]
+    fn a_token_being_settled_is_still_left_to_settle() {
+        let (ep, token, started, go) = gated("pending-test");
         assert!(left_to_settle(&token));
         let settler = {
             let ep = ep.clone();
@@ -198,5 +217,27 @@ mod tests {
         go.send(Ok(())).expect("settler");
         assert!(settler.join().expect("settler").is_ok());
         assert!(!left_to_settle(&token), "gone once settled");
+    }
+
+    /// A refusal that passes (a server busy or demoted for now) keeps the
+    /// leftover for a later call, without failing the caller's; a refusal that
+    /// stands drops it.
+    #[test]
+    fn a_passing_refusal_keeps_the_leftover() {
+        let (ep, token, started, go) = gated("pending-passing");
+        let refusal = |passing| {
+            Err(Error::Reply {
+                message: "refused".into(),
+                passing,
+            })
+        };
+        go.send(refusal(true)).expect("answer");
+        assert!(settle(&ep).is_ok(), "the caller's command goes on");
+        started.try_recv().expect("settling was tried");
+        assert!(left_to_settle(&token), "kept after a passing refusal");
+        go.send(refusal(false)).expect("answer");
+        assert!(settle(&ep).is_ok());
+        started.try_recv().expect("settling was tried again");
+        assert!(!left_to_settle(&token), "dropped after a standing refusal");
     }
 }

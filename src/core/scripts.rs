@@ -21,6 +21,8 @@ use redis::{
     ToRedisArgs,
 };
 
+use crate::core::error::passing_code;
+
 /// One script: its source and SHA-1 (EVALSHA) and its function's name (FCALL).
 pub struct Lua {
     pub source: String,
@@ -333,11 +335,14 @@ pub(crate) fn not_run(reply: &redis::Value) -> Option<NotRun> {
 
 /// Loads the library on `con`'s server (`call`, and calls pipelined by hand).
 /// An error that is not the link's (I/O, timeout) and will not pass turns the
-/// link's functions off.
+/// link's functions off: a refusal the next call may not meet (memory full, a
+/// master being demoted or loading, a Cluster resharding) leaves them on; any
+/// other (FUNCTION unknown or not in the user's ACL, no Lua engine, a server
+/// that cannot compile the library) stands for the link's life.
 pub(crate) fn load_library(con: &mut dyn Scripted) -> RedisResult<()> {
     LIBRARY.load(con).inspect_err(|e| {
         if !(e.is_io_error() || e.is_timeout()) {
-            con.functions().refused |= !passing(e);
+            con.functions().refused |= !passing_code(e.code());
         }
     })
 }
@@ -361,17 +366,6 @@ fn fcall_refused(e: &redis::RedisError) -> bool {
     // Redis 7 quotes the command 'fcall', Redis 6 `fcall`.
     (text.contains("'fcall'") || text.contains("`fcall`"))
         && (text.contains("unknown command") || text.contains("no permissions"))
-}
-
-/// A refusal to load that the next call may not meet (memory full, a master
-/// being demoted or loading, a Cluster resharding); any other (FUNCTION
-/// unknown or not in the user's ACL, no Lua engine, a server that cannot
-/// compile the library) stands for the link's life.
-fn passing(e: &redis::RedisError) -> bool {
-    matches!(
-        e.code(),
-        Some("OOM" | "READONLY" | "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN")
-    )
 }
 
 /// The name of `def`'s function in the library whose code hashes to `hash`.

@@ -276,9 +276,17 @@ pub enum Saved {
     /// Our lease had expired (and perhaps another request took the lock): nothing
     /// was written, so newer data stays.
     LeaseLost,
+    /// A logout (a destroy by another request) revoked our lock: nothing was
+    /// written, so the session stays destroyed.
+    Revoked,
     /// Readonly mode (the lock wait ran out): the write was discarded.
     Discarded,
 }
+
+/// How long the token of a hold a logout revoked is kept, so that the revoked
+/// request's save is told apart from one whose lease ran out (a later one is
+/// reported as that). Past the longest a request runs in practice.
+const REVOKED_KEPT: Duration = Duration::from_secs(3600);
 
 pub struct SessionStore {
     pub endpoint: Arc<Endpoint>,
@@ -603,19 +611,22 @@ impl SessionStore {
                     }
                     other => other,
                 };
-                let (ok, acks) = match first {
-                    Ok((n, acks)) => (n == 1, acks),
+                let (n, acks) = match first {
+                    Ok(reply) => reply,
                     Err(Failure::Broken(_)) => {
                         // The script may have run. Run it again: it is owner-checked, so
                         // it can never apply twice.
                         metrics::incr(Counter::Retries);
-                        let (again, mut acks) = match s.lease.call(run) {
-                            Ok((n, acks)) => (n == 1, acks),
+                        let (n, mut acks) = match s.lease.call(run) {
+                            Ok(reply) => reply,
                             Err(f) => return Err(Self::abandon(s, hold, f)),
                         };
                         metrics::incr(Counter::UncertainResolved);
-                        let ok = again || self.saved_before(s, op, data, secs, &hold, &mut acks)?;
-                        (ok, acks)
+                        // Found unlocked: maybe by our first run. (Revoked: the
+                        // revocation found us holding, so that run did nothing.)
+                        let saved =
+                            n == 0 && self.saved_before(s, op, data, secs, &hold, &mut acks)?;
+                        (if saved { 1 } else { n }, acks)
                     }
                     Err(Failure::Reply(e)) => {
                         // Redis answered with an error: nothing ran, the lock is still
@@ -631,16 +642,23 @@ impl SessionStore {
                 };
                 s.mode = Mode::Done;
                 unlocked(&hold);
-                if ok {
-                    metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
-                    s.lease.replicated(acks, "The session was saved")?;
-                    Ok(Saved::Yes)
-                } else {
-                    if !hold.lost() {
-                        // (The watchdog counted it when it found the lease gone.)
-                        metrics::incr(Counter::SessionLost);
+                match n {
+                    1 => {
+                        metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
+                        s.lease.replicated(acks, "The session was saved")?;
+                        Ok(Saved::Yes)
                     }
-                    Ok(Saved::LeaseLost)
+                    2 => {
+                        metrics::incr(Counter::SessionRevoked);
+                        Ok(Saved::Revoked)
+                    }
+                    _ => {
+                        if !hold.lost() {
+                            // (The watchdog counted it when it found the lease gone.)
+                            metrics::incr(Counter::SessionLost);
+                        }
+                        Ok(Saved::LeaseLost)
+                    }
                 }
             }
             Mode::Unlocked => {
@@ -777,14 +795,20 @@ impl SessionStore {
             return Ok(true);
         };
         unlocked(&hold);
-        match s.lease.release_token(&hold.token) {
-            Ok(freed) => {
-                if freed {
-                    metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
-                } else if !hold.lost() {
+        match s.lease.unlock_token(&hold.token) {
+            Ok(1) => {
+                metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
+                Ok(true)
+            }
+            Ok(2) => {
+                metrics::incr(Counter::SessionRevoked);
+                Ok(false)
+            }
+            Ok(_) => {
+                if !hold.lost() {
                     metrics::incr(Counter::SessionLost);
                 }
-                Ok(freed)
+                Ok(false)
             }
             Err(e) => {
                 s.lease.defer(hold.token, hold.ttl);
@@ -896,7 +920,9 @@ impl SessionStore {
                 .key(lease.keys.waiters())
                 .key(lease.keys.terms())
                 .key(lease.keys.marker(b"revoked", &nonce))
+                .key_of(&lease.keys.revoked_parts())
                 .arg(millis(self.marker_ttl()))
+                .arg(millis(REVOKED_KEPT))
                 .call::<i64>(&mut *c.inner)?;
             // A logout a failover could undo (the data back, the revoked
             // holder's save accepted) is not reported done.

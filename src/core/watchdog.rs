@@ -1005,6 +1005,10 @@ fn settle(r: &Watch, reply: &Value) -> bool {
             r.lose();
             false
         }
+        Value::Int(2) => {
+            r.revoke();
+            false
+        }
         _ => {
             r.failed();
             false
@@ -1033,11 +1037,14 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], form: Form) -> Vec<Cmd> {
         .map(|(r, ttl)| {
             let mut c = redis::cmd(command);
             c.arg(target)
-                .arg(3)
+                .arg(if r.session() { 4 } else { 3 })
                 .arg(&r.key)
                 .arg(&r.holders)
-                .arg([&r.key[..], b":weights"].concat())
-                .arg(r.token.as_str())
+                .arg([&r.key[..], b":weights"].concat());
+            if r.session() {
+                c.arg([&r.key[..], b":revoked"].concat());
+            }
+            c.arg(r.token.as_str())
                 .arg(millis(*ttl))
                 // Renewals only lengthen the lease (see `hold`).
                 .arg("at_least");

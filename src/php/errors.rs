@@ -80,7 +80,9 @@ impl From<Error> for PhpException {
         match e {
             Error::InvalidArgument(msg) => PhpException::new(msg, 0, ce::value_error()),
             Error::LockTimeout(msg) => PhpException::new(msg, 0, lock_timeout_exception()),
-            Error::Connection(msg) | Error::Reply(msg) | Error::Unresolved { message: msg, .. } => {
+            Error::Connection(msg)
+            | Error::Reply { message: msg, .. }
+            | Error::Unresolved { message: msg, .. } => {
                 PhpException::new(msg, 0, connection_exception())
             }
         }

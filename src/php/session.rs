@@ -155,6 +155,9 @@ enum Seen {
     Data(Option<Vec<u8>>, Option<Vec<u8>>),
     /// The request destroyed it.
     Destroyed,
+    /// A logout (another request's destroy) revoked this request's lock: what it
+    /// writes later is dropped as well, quietly, not written back.
+    Revoked,
     /// Its stored data could not be read: it is not written over.
     Kept,
 }
@@ -324,8 +327,10 @@ impl Handler {
                     short_id(id)
                 ),
             ),
-            // Read-only (on_lock_timeout = readonly): a configured outcome.
-            Ok(Saved::Discarded) => Out::ok(true),
+            // Read-only (on_lock_timeout = readonly), or logged out by another
+            // request meanwhile: configured outcomes, counted, not warned of
+            // (frameworks turn warnings into errors).
+            Ok(Saved::Discarded | Saved::Revoked) => Out::ok(true),
             // The message after the colon says whether Redis refused or did not answer.
             Err(e) => Out::warn(false, format!("session {} was not {what}: {e}", short_id(id))),
         }
@@ -344,8 +349,10 @@ impl Handler {
             }
             _ => return self.write_unopened(id, data, stored, ttl),
         };
-        if matches!(result, Ok(Saved::Yes)) {
-            self.saw(id, Self::seen_written(data, stored));
+        match result {
+            Ok(Saved::Yes) => self.saw(id, Self::seen_written(data, stored)),
+            Ok(Saved::Revoked) => self.saw(id, Seen::Revoked),
+            _ => {}
         }
         self.saved(id, "written", result)
     }
@@ -377,7 +384,8 @@ impl Handler {
             Some(Seen::Data(Some(d), stored)) => Expect::Data(stored.as_deref().unwrap_or(d)),
             Some(Seen::Data(None, _)) => Expect::Absent,
             // Data it could not read (it saw an empty session): kept as it is.
-            Some(Seen::Kept) => return Out::ok(true),
+            // Logged out meanwhile: not written back (see `saved`).
+            Some(Seen::Kept | Seen::Revoked) => return Out::ok(true),
             Some(Seen::Destroyed) => {
                 return Out::warn(
                     false,
@@ -479,6 +487,9 @@ impl Handler {
                 )
             }
         };
+        if matches!(result, Ok(Saved::Revoked)) {
+            self.saw(id, Seen::Revoked);
+        }
         self.saved(id, "updated", result)
     }
 
@@ -543,7 +554,7 @@ impl Handler {
             // Redis could not say whether the id is taken. A fresh random id of this
             // length is as good as unique, and the read that follows reports the
             // outage; a null id would make PHP throw instead.
-            Err(Error::Connection(_) | Error::Reply(_) | Error::Unresolved { .. }) => {
+            Err(Error::Connection(_) | Error::Reply { .. } | Error::Unresolved { .. }) => {
                 match generate_id(length, bits) {
                     Ok(id) => Out::ok(Some(id)),
                     Err(e) => Out::warn(None, format!("could not create a session id: {e}")),

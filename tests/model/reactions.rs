@@ -1128,7 +1128,9 @@ impl System {
             {
                 self.again(s, c, call, again)
             }
-            Outcome::Reply(Reply::Int(n), acks) if !second || n == 1 => {
+            // Revoked (2): the revocation found this hold, so no earlier run
+            // of ours saved.
+            Outcome::Reply(Reply::Int(n), acks) if !second || n >= 1 => {
                 save_done(s, c, n == 1, acks)
             }
             // The second run found the lock gone: did our first run do it?
@@ -1187,7 +1189,8 @@ impl System {
         };
         let w = &mut hold.watch;
         match outcome {
-            Outcome::Reply(Reply::Int(0), _) => {
+            // Lost, or revoked (2): ended either way (the code counts them apart).
+            Outcome::Reply(Reply::Int(0 | 2), _) => {
                 if w.state == WatchState::Watching {
                     w.state = WatchState::Lost;
                 }

@@ -156,6 +156,8 @@ pub struct Store {
     pub data: Option<Data>,
     /// `<lock>:revoked:<nonce>` markers.
     pub revoked: Slots<u8, 2>,
+    /// `<lock>:revoked`: the tokens of holds a revocation ended.
+    pub ousted: Slots<Token, 3>,
 }
 
 impl Store {
@@ -789,7 +791,7 @@ impl Script<'_> {
         );
         if session {
             if !owns(self.db.lock, token) {
-                return Reply::Int(0);
+                return self.not_owned(token, true);
             }
             self.pass_on(false, |db| db.data);
             return Reply::Int(1);
@@ -800,10 +802,22 @@ impl Script<'_> {
         Reply::Int(1)
     }
 
+    /// What session_save.lua (and refresh.lua given the `<lock>:revoked` key,
+    /// `revoked`) answers a token that does not hold: 2 when a revocation ended
+    /// its hold, else 0.
+    fn not_owned(&self, token: Token, revoked: bool) -> Reply {
+        Reply::Int(if revoked && self.db.ousted.contains(&token) {
+            2
+        } else {
+            0
+        })
+    }
+
     /// refresh.lua: `at_least` for the watchdog's renewals, which never shorten
     /// a lease (with `Scripts::at_least` off, they set it exactly: fix (c)
-    /// reverted).
-    pub fn refresh(&mut self, token: Token, ttl: Time, at_least: bool) -> Reply {
+    /// reverted). `revoked`: given the `<lock>:revoked` key (the watchdog's
+    /// renewal of a session).
+    pub fn refresh(&mut self, token: Token, ttl: Time, at_least: bool, revoked: bool) -> Reply {
         let at_least = at_least && self.scripts.at_least;
         if owns(self.db.lock, token) {
             let mut ttl = ttl;
@@ -821,7 +835,7 @@ impl Script<'_> {
         let ends = self.shared_end(token);
         let now = self.now_ms();
         let Some(ends) = ends.filter(|&e| e > now) else {
-            return Reply::Int(0);
+            return self.not_owned(token, revoked);
         };
         let mut ttl = ttl;
         if at_least {
@@ -957,7 +971,7 @@ impl Script<'_> {
     /// session_save.lua with op 'write'.
     pub fn session_save(&mut self, token: Token, data: Data) -> Reply {
         if !owns(self.db.lock, token) {
-            return Reply::Int(0);
+            return self.not_owned(token, true);
         }
         self.db.data = Some(data);
         // payload(): 'd' .. ARGV[2], the data just written.
@@ -975,10 +989,11 @@ impl Script<'_> {
         if marker == RevokeMarker::Always {
             self.db.revoked.push(nonce);
         }
-        if self.db.lock.take().is_some()
-            && self.hand_off(false, |_| None, None)
-            && marker == RevokeMarker::OnHandoff
-        {
+        let Some(holder) = self.db.lock.take() else {
+            return Reply::Int(1);
+        };
+        self.db.ousted.push(holder.token);
+        if self.hand_off(false, |_| None, None) && marker == RevokeMarker::OnHandoff {
             self.db.revoked.push(nonce);
         }
         Reply::Int(1)

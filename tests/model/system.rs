@@ -431,7 +431,7 @@ impl State {
                 let reply = script.acquire(token, cfg.ttl, wait, mode);
                 if cfg.wait_replicas && cfg.fixes.grant_waits {
                     if let Reply::Handed { .. } = reply {
-                        script.refresh(token, cfg.ttl, false);
+                        script.refresh(token, cfg.ttl, false, false);
                     }
                 }
                 reply
@@ -440,7 +440,7 @@ impl State {
                 let reply = script.session_open(token, cfg.ttl, wait);
                 if cfg.wait_replicas && cfg.fixes.grant_waits {
                     if let Reply::Handed { .. } = reply {
-                        script.refresh(token, cfg.ttl, false);
+                        script.refresh(token, cfg.ttl, false, false);
                     }
                 }
                 reply
@@ -451,7 +451,7 @@ impl State {
                 token,
                 ttl,
                 at_least,
-            } => script.refresh(token, ttl, at_least),
+            } => script.refresh(token, ttl, at_least, at_least && session(token)),
             Req::Fence { token } => script.fence(token),
             Req::Inspect { token } => script.inspect(token),
             Req::Release { token } => script.release(token, session(token), permit(token)),

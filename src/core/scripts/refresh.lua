@@ -1,11 +1,13 @@
 -- Model: tests/model/redis.rs, Script::refresh (one atomic step).
 -- Extend a lease (the lock alone, or a shared hold) if our token still has it.
--- KEYS[1] lock, KEYS[2] shared holds, KEYS[3] their weights
+-- KEYS[1] lock, KEYS[2] shared holds, KEYS[3] their weights, KEYS[4] (the
+-- watchdog's, for a session) the tokens of holds a logout revoked
 -- ARGV[1] token, ARGV[2] ttl in ms, ARGV[3] 'at_least' for the watchdog's
 -- renewals, which never shorten a lease: one that overtakes the holder's own
 -- refresh (sent on another link) cannot cut it back. Without it the expiry is
 -- set to exactly the ttl (the holder's refresh, which may shorten it).
--- Returns 1 when extended, 0 when the lease was no longer ours (nothing changed).
+-- Returns 1 when extended, 0 when the lease was no longer ours, 2 when a logout
+-- revoked it (nothing changed in either case).
 -- Always a write when ours, even when the lease is long enough already: the WAIT
 -- that follows must cover the expiry replicas will keep.
 local ttl, at_least = tonumber(ARGV[2]), ARGV[3] == 'at_least'
@@ -19,6 +21,10 @@ end
 local ends = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]))
 local now = now_ms()
 if not ends or ends <= now then
+  -- Revoked, not lost: the holder's save says so, and nobody is alerted.
+  if KEYS[4] and redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then
+    return 2
+  end
   return 0
 end
 if at_least then

@@ -1,11 +1,12 @@
 -- Model: tests/model/redis.rs, Script::session_revoke (one atomic step).
 -- Destroy a session that this request does not hold: delete its data and revoke
 -- whatever lease another request holds on it, so that request can no longer write
--- it back (its save is refused as a lost lease). A logout must take effect even
+-- it back (its save is refused, and told it was revoked: see session_save.lua). A logout must take effect even
 -- while another request of the session runs, or is kept running on purpose.
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] this
--- revocation's marker
--- ARGV[1] how long the marker lasts, in ms
+-- revocation's marker, KEYS[6] the tokens of holds revoked (a set)
+-- ARGV[1] how long the marker lasts, in ms, ARGV[2] how long a revoked hold's
+-- token is kept, in ms
 -- Returns 1 when revoked now, 2 when this revocation's own earlier run did it.
 -- A revocation sent again (its reply was lost) must act neither on a lease taken
 -- since (the first run may have handed it on) nor on data saved since: every run
@@ -19,7 +20,13 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
 end
 redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
-if redis.call('DEL', KEYS[2]) == 1 then
+local holder = redis.call('GET', KEYS[2])
+if holder then
+  redis.call('DEL', KEYS[2])
+  -- The revoked request's save is then refused as the logout's doing, not as
+  -- a lease that ran out: a configured outcome, not a warning (session_save.lua).
+  redis.call('SADD', KEYS[6], string.match(holder, '^[^:]*'))
+  redis.call('PEXPIRE', KEYS[6], ARGV[2])
   hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil, true)
 end
 return 1

@@ -1,13 +1,20 @@
 -- Model: tests/model/redis.rs, Script::session_save ('write') and Script::release ('unlock', sessions).
 -- Save a session and unlock it, only while our lease still holds the lock; the
 -- lock (with the data just saved) goes to the next waiting request, if any.
--- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms
+-- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] the
+-- tokens of holds a logout revoked (session_revoke.lua)
 -- ARGV[1] token, ARGV[2] data, ARGV[3] data ttl in seconds, ARGV[4] 'write' to
 -- store ARGV[2], 'touch' to renew the data's ttl (lazy_write), 'destroy' to delete
 -- it, 'unlock' to leave it as it is
--- Returns 1 when saved and unlocked, 0 when the lease was lost (nothing changed).
+-- Returns 1 when saved and unlocked, 0 when the lease was lost, 2 when a logout
+-- revoked it (nothing changed in either case).
 local data_key, lock, op = KEYS[1], KEYS[2], ARGV[4]
 if not owns(redis.call('GET', lock), ARGV[1]) then
+  -- Revoked, the token cannot have saved before: the revocation found it
+  -- holding, and nothing it sends runs after.
+  if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then
+    return 2
+  end
   return 0
 end
 if op == 'write' then
