@@ -16,8 +16,7 @@ foreach (ST_FORMS as $form) {
     $dataKey = st_data_key($sid);
     $raw->cmd('SET', $dataKey, 'user|s:5:"alice";', 'EX', 1440);
     // The request an attacker keeps busy: it holds the lock with the logged-in data.
-    // (Not renewed: a renewal after the logout would count a lost lease.)
-    $busy = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 5, 'lock_renew' => false]);
+    $busy = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 5]);
     $j = $busy->step('start', ['sid' => $sid]);
     rl_same("$form: the busy request holds the session", [true, ['user' => 'alice']], [$j['started'] ?? null, $j['data'] ?? null]);
     $busy->step('set', ['values' => ['touched' => 1]]);

@@ -29,12 +29,27 @@ $after = RedisLease\metrics();
 rl_same('counted as revoked, not as a lost lease', [1, 0],
     [$after['session_revoked'] - $before['session_revoked'], $after['session_lost'] - $before['session_lost']]);
 $busy->close();
+
+// Unlocked without a save (session_abort(), read_and_close), then written
+// directly: the close was told of the logout, and the write is dropped too.
+$sid = rl_key('revoked-closed');
+$before = RedisLease\metrics();
+rl_same('a request reads another new session', '', $busy->read($sid));
+rl_same('the logout destroys it', ['', true], [$logout->read($sid), $logout->destroy($sid)]);
+rl_same('the request unlocks it without a save', true, $busy->close());
+rl_same('a later write of it is dropped', true, $busy->write($sid, 'user|s:5:"alice";'));
+rl_same('nothing was written back', 0, $raw->cmd('EXISTS', "PHPREDIS_SESSION:$sid"));
+$after = RedisLease\metrics();
+rl_same('the unlock counted as revoked, not as a lost lease', [1, 0],
+    [$after['session_revoked'] - $before['session_revoked'], $after['session_lost'] - $before['session_lost']]);
 $logout->close();
 
 // Renewed by the watchdog: its renewal after the logout finds the hold
 // revoked, which is not a lost lease either (whichever of it and the save
 // comes first; tests/session.rs sees the watchdog's own verdict).
-$renewed = new RedisLockingSessionHandler($srv['dsn'], ['lock_ttl' => 0.5]);
+// Renewed every 2 s: a late renewal on a loaded machine does not reach the
+// lease's end (where the hold would have expired, not been revoked).
+$renewed = new RedisLockingSessionHandler($srv['dsn'], ['lock_ttl' => 6]);
 $renewed->open('', 'PHPSESSID');
 $sid = rl_key('revoked-renewed');
 $raw->cmd('SET', "PHPREDIS_SESSION:$sid", 'user|s:5:"alice";');
@@ -63,6 +78,12 @@ ok: it saves again: dropped too
 ok: nothing was written back
 ok: no warning
 ok: counted as revoked, not as a lost lease
+ok: a request reads another new session
+ok: the logout destroys it
+ok: the request unlocks it without a save
+ok: a later write of it is dropped
+ok: nothing was written back
+ok: the unlock counted as revoked, not as a lost lease
 ok: a renewed request reads the session
 ok: the logout destroys it
 ok: the watchdog renews again after the logout

@@ -624,6 +624,30 @@ fn a_save_after_a_logout_is_told_revoked_not_lost() {
     );
 }
 
+/// A logout takes effect whatever its lock key holds (here something else's
+/// list): nothing of a holder to record, and the key deleted, as ever.
+#[test]
+fn a_logout_deletes_a_lock_key_of_another_type() {
+    let server = RedisServer::start();
+    let mut raw = server.conn();
+    let lock = "{PHPREDIS_SESSION:rvt}:lock";
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg("PHPREDIS_SESSION:rvt")
+        .arg("x|i:1;")
+        .cmd("RPUSH")
+        .arg(lock)
+        .arg("not ours")
+        .query(&mut raw)
+        .unwrap();
+    store(&server, SessionConfig::default())
+        .delete("rvt")
+        .unwrap();
+    assert!(!exists(&mut raw, lock));
+    assert!(!exists(&mut raw, "PHPREDIS_SESSION:rvt"));
+    assert!(!exists(&mut raw, &format!("{lock}:revoked")));
+}
+
 /// A renewed session hold that a logout revoked: the watchdog's renewal finds
 /// it revoked, not lost (which counts `session_lost`, and alerts).
 #[test]

@@ -228,6 +228,9 @@ pub struct Session {
     /// The stored data could not be read (see `compress`): this request sees an
     /// empty session, and nothing it writes replaces the stored data.
     pub kept: Option<String>,
+    /// A logout revoked its lock, as its save or unlock was told: nothing this
+    /// request writes of it later may bring the session back.
+    pub revoked: bool,
 }
 
 impl Drop for Session {
@@ -267,6 +270,8 @@ pub enum Put {
     Busy,
     /// Its data is no longer what was expected: nothing was written.
     Changed,
+    /// A logout revoked the lock taken to write it: nothing was written.
+    Revoked,
 }
 
 /// The result of saving a session.
@@ -417,6 +422,7 @@ impl SessionStore {
             lease: lease.clone(),
             stored: None,
             kept: None,
+            revoked: false,
         };
         if !self.config.locking {
             let data = self.get(&lease)?;
@@ -489,6 +495,7 @@ impl SessionStore {
                 lease: s.lease.clone(),
                 stored: None,
                 kept: None,
+                revoked: s.revoked,
             },
             stored,
         );
@@ -650,6 +657,7 @@ impl SessionStore {
                     }
                     2 => {
                         metrics::incr(Counter::SessionRevoked);
+                        s.revoked = true;
                         Ok(Saved::Revoked)
                     }
                     _ => {
@@ -802,6 +810,7 @@ impl SessionStore {
             }
             Ok(2) => {
                 metrics::incr(Counter::SessionRevoked);
+                s.revoked = true;
                 Ok(false)
             }
             Ok(_) => {

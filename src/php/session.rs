@@ -418,6 +418,11 @@ impl Handler {
                 self.saw(id, Self::seen_written(data, stored));
                 Out::ok(true)
             }
+            // Logged out by another request meanwhile (see `saved`).
+            Ok(Put::Revoked) => {
+                self.saw(id, Seen::Revoked);
+                Out::ok(true)
+            }
             Ok(Put::Busy | Put::Changed) => {
                 metrics::incr(Counter::SessionWriteConflicts);
                 Out::ok(false)
@@ -468,6 +473,7 @@ impl Handler {
         }
         Ok(match saved? {
             Saved::Yes => Put::Written,
+            Saved::Revoked => Put::Revoked,
             _ => Put::Changed,
         })
     }
@@ -529,7 +535,11 @@ impl Handler {
         let Some(mut s) = self.session.take() else {
             return Out::ok(true);
         };
-        match self.store.close(&mut s) {
+        let closed = self.store.close(&mut s);
+        if s.revoked {
+            self.saw(&s.id, Seen::Revoked);
+        }
+        match closed {
             Ok(true) => Out::ok(true),
             // The lease had run out already: nothing of ours to free.
             Ok(false) => Out::ok(true),

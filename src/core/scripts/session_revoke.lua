@@ -20,13 +20,15 @@ if redis.call('EXISTS', KEYS[5]) == 1 then
 end
 redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
-local holder = redis.call('GET', KEYS[2])
-if holder then
-  redis.call('DEL', KEYS[2])
+-- (pcall: a lock key of another type is deleted all the same, as ever.)
+local holder = redis.pcall('GET', KEYS[2])
+if redis.call('DEL', KEYS[2]) == 1 then
   -- The revoked request's save is then refused as the logout's doing, not as
   -- a lease that ran out: a configured outcome, not a warning (session_save.lua).
-  redis.call('SADD', KEYS[6], string.match(holder, '^[^:]*'))
-  redis.call('PEXPIRE', KEYS[6], ARGV[2])
+  if type(holder) == 'string' then
+    redis.call('SADD', KEYS[6], string.match(holder, '^[^:]*'))
+    redis.call('PEXPIRE', KEYS[6], ARGV[2])
+  end
   hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil, true)
 end
 return 1
