@@ -1,5 +1,5 @@
 --TEST--
-Sessions (class and native): session_destroy() in a read-only request (on_lock_timeout = readonly, another request holds the lock) takes effect: the data is deleted, and the holder's later write is refused, so a logout cannot be undone by a request kept busy; the refusal is the logout's configured outcome (no warning, counted as session_revoked), not a lost lease
+Sessions (class and native): session_destroy() in a read-only request (on_lock_timeout = readonly, another request holds the lock) takes effect: the data is deleted, and the holder's later write is refused, so a logout cannot be undone by a request kept busy; the refusal's warning names the logout, and it is counted as session_revoked, not as a lost lease (which alerts)
 --CONFLICTS--
 all
 --FILE--
@@ -32,14 +32,31 @@ foreach (ST_FORMS as $form) {
     rl_same("$form: the busy request's lease was revoked (no lock left)", 0, $raw->cmd('EXISTS', st_lock_key($sid)));
 
     // The busy request ends and writes: refused, the session stays destroyed.
-    // The logout's doing, not a failure: no warning (a framework would answer
-    // HTTP 500), and not counted as a lost lease (which alerts).
+    // Told as the logout's doing, and not counted as a lost lease (which alerts).
     $j = $busy->step('write');
-    rl_same("$form: the busy request's write ends without a warning", [true, []], [$j['closed'] ?? null, $j['warnings'] ?? null]);
+    rl_ok("$form: the busy request's write is refused with a warning that names the logout",
+        st_has_warning(st_ours($j['warnings'] ?? []), 'another request destroyed it (a logout)'), json_encode($j['warnings'] ?? null));
     rl_same("$form: the session is still destroyed", 0, $raw->cmd('EXISTS', $dataKey));
     $counters = $busy->step('metrics')['counters'] ?? [];
     rl_same("$form: counted as revoked, not as a lost lease", [1, 0],
         [$counters['session_revoked'] ?? null, $counters['session_lost'] ?? null]);
+    $busy->finish();
+    $logout->finish();
+
+    // The busy request regenerates its id after the logout (as a login or a
+    // privilege change does): refused, so the logged-in session is not carried
+    // to a new id either.
+    $sid = st_sid();
+    $raw->cmd('SET', st_data_key($sid), 'user|s:5:"alice";', 'EX', 1440);
+    $busy = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 5]);
+    $busy->step('start', ['sid' => $sid]);
+    $logout = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 0.2, 'on_lock_timeout' => 'readonly']);
+    $logout->step('start', ['sid' => $sid]);
+    rl_same("$form: another logout", true, $logout->step('destroy')['destroyed'] ?? null);
+    $j = $busy->step('regenerate');
+    rl_same("$form: session_regenerate_id() after it fails", false, $j['regenerated'] ?? null);
+    $busy->step('write');
+    rl_same("$form: no session data anywhere", [], $raw->cmd('KEYS', ST_PREFIX . '*'));
     $busy->finish();
     $logout->finish();
 }
@@ -52,16 +69,22 @@ ok: class: ... told read-only by the handler, without a warning
 ok: class: session_destroy() returns true
 ok: class: the data is gone
 ok: class: the busy request's lease was revoked (no lock left)
-ok: class: the busy request's write ends without a warning
+ok: class: the busy request's write is refused with a warning that names the logout
 ok: class: the session is still destroyed
 ok: class: counted as revoked, not as a lost lease
+ok: class: another logout
+ok: class: session_regenerate_id() after it fails
+ok: class: no session data anywhere
 ok: native: the busy request holds the session
 ok: native: the logout request reads it read-only
 ok: native: ... told read-only by the handler, without a warning
 ok: native: session_destroy() returns true
 ok: native: the data is gone
 ok: native: the busy request's lease was revoked (no lock left)
-ok: native: the busy request's write ends without a warning
+ok: native: the busy request's write is refused with a warning that names the logout
 ok: native: the session is still destroyed
 ok: native: counted as revoked, not as a lost lease
+ok: native: another logout
+ok: native: session_regenerate_id() after it fails
+ok: native: no session data anywhere
 done

@@ -1,5 +1,5 @@
 --TEST--
-Sessions called directly, as frameworks do (Laravel's store may save twice): once a logout (another request's destroy) revoked this request's lock, every later write of that session is dropped without a warning, so a second write of a session that was empty when read cannot write the logged-in state back after the logout; counted as session_revoked, not as a lost lease (which alerts)
+Sessions called directly, as frameworks do (Laravel's store may save twice): once a logout (another request's destroy) revoked this request's lock, its save is refused with a warning that names the logout (a success would let session_regenerate_id() go on under a new id), and every later write of that session is dropped, so a second write of a session that was empty when read cannot write the logged-in state back; counted as session_revoked, not as a lost lease (which alerts), also when the watchdog finds it first
 --FILE--
 <?php
 require __DIR__ . '/inc/redis.inc';
@@ -21,10 +21,12 @@ rl_same('the busy request reads a new, empty session', '', $busy->read($sid));
 rl_same('the logout reads it read-only', ['', true], [$logout->read($sid), $logout->isReadOnly()]);
 rl_same('... and destroys it', true, $logout->destroy($sid));
 rl_same("the busy request's lock was revoked", 0, $raw->cmd('EXISTS', "{PHPREDIS_SESSION:$sid}:lock"));
-rl_same('the busy request saves: dropped, without a failure', true, $busy->write($sid, 'user|s:5:"alice";'));
-rl_same('it saves again: dropped too', true, $busy->write($sid, 'user|s:5:"alice";t|i:2;'));
+rl_same('the busy request saves: refused', false, $busy->write($sid, 'user|s:5:"alice";'));
+rl_ok('... with one warning that names the logout', count($warnings) === 1
+    && str_contains($warnings[0], 'another request destroyed it (a logout)'), json_encode($warnings));
+$warnings = [];
+rl_same('it saves again: dropped, quietly', [true, []], [$busy->write($sid, 'user|s:5:"alice";t|i:2;'), $warnings]);
 rl_same('nothing was written back', 0, $raw->cmd('EXISTS', "PHPREDIS_SESSION:$sid"));
-rl_same('no warning', [], $warnings);
 $after = RedisLease\metrics();
 rl_same('counted as revoked, not as a lost lease', [1, 0],
     [$after['session_revoked'] - $before['session_revoked'], $after['session_lost'] - $before['session_lost']]);
@@ -37,7 +39,7 @@ $before = RedisLease\metrics();
 rl_same('a request reads another new session', '', $busy->read($sid));
 rl_same('the logout destroys it', ['', true], [$logout->read($sid), $logout->destroy($sid)]);
 rl_same('the request unlocks it without a save', true, $busy->close());
-rl_same('a later write of it is dropped', true, $busy->write($sid, 'user|s:5:"alice";'));
+rl_same('a later write of it is dropped, quietly', [true, []], [$busy->write($sid, 'user|s:5:"alice";'), $warnings]);
 rl_same('nothing was written back', 0, $raw->cmd('EXISTS', "PHPREDIS_SESSION:$sid"));
 $after = RedisLease\metrics();
 rl_same('the unlock counted as revoked, not as a lost lease', [1, 0],
@@ -59,12 +61,13 @@ rl_same('the logout destroys it', [true, 0], [$logout->destroy($sid), $raw->cmd(
 $trips = RedisLease\metrics()['renewal_round_trips'];
 rl_ok('the watchdog renews again after the logout',
     rl_wait_until(fn() => RedisLease\metrics()['renewal_round_trips'] > $trips, 10.0));
-rl_same('the renewed request saves: dropped, without a failure', true, $renewed->write($sid, 'user|s:5:"alice";t|i:1;'));
+rl_same('the renewed request saves: refused', false, $renewed->write($sid, 'user|s:5:"alice";t|i:1;'));
 rl_same('nothing was written back', 0, $raw->cmd('EXISTS', "PHPREDIS_SESSION:$sid"));
 $after = RedisLease\metrics();
 rl_same('counted as revoked, not as a lost lease', [1, 0],
     [$after['session_revoked'] - $before['session_revoked'], $after['session_lost'] - $before['session_lost']]);
-rl_same('still no warning', [], $warnings);
+rl_ok('... with the warning that names the logout', count($warnings) === 1
+    && str_contains($warnings[0], 'another request destroyed it (a logout)'), json_encode($warnings));
 $renewed->close();
 echo "done\n";
 ?>
@@ -73,22 +76,22 @@ ok: the busy request reads a new, empty session
 ok: the logout reads it read-only
 ok: ... and destroys it
 ok: the busy request's lock was revoked
-ok: the busy request saves: dropped, without a failure
-ok: it saves again: dropped too
+ok: the busy request saves: refused
+ok: ... with one warning that names the logout
+ok: it saves again: dropped, quietly
 ok: nothing was written back
-ok: no warning
 ok: counted as revoked, not as a lost lease
 ok: a request reads another new session
 ok: the logout destroys it
 ok: the request unlocks it without a save
-ok: a later write of it is dropped
+ok: a later write of it is dropped, quietly
 ok: nothing was written back
 ok: the unlock counted as revoked, not as a lost lease
 ok: a renewed request reads the session
 ok: the logout destroys it
 ok: the watchdog renews again after the logout
-ok: the renewed request saves: dropped, without a failure
+ok: the renewed request saves: refused
 ok: nothing was written back
 ok: counted as revoked, not as a lost lease
-ok: still no warning
+ok: ... with the warning that names the logout
 done

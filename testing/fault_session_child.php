@@ -13,6 +13,7 @@
  *   write                                   session_write_close() -> closed, took
  *   abort                                   session_abort() -> aborted
  *   destroy                                 session_destroy() -> destroyed
+ *   regenerate                              session_regenerate_id(true) -> regenerated, id
  *   metrics                                 -> counters (RedisLease\metrics() of this process)
  *   exit
  * Every answer also carries the warnings raised since the previous answer.
@@ -57,6 +58,9 @@ while (($line = fgets(STDIN)) !== false) {
             break;
         case 'destroy':
             child_reply(['destroyed' => session_destroy(), 'took' => microtime(true) - $t]);
+            break;
+        case 'regenerate':
+            child_reply(['regenerated' => session_regenerate_id(true), 'id' => session_id()]);
             break;
         case 'metrics':
             child_reply(['counters' => array_filter(RedisLease\metrics(), 'is_int')]);

@@ -156,10 +156,18 @@ enum Seen {
     /// The request destroyed it.
     Destroyed,
     /// A logout (another request's destroy) revoked this request's lock: what it
-    /// writes later is dropped as well, quietly, not written back.
+    /// writes of it later is dropped as well (quietly: its refusal was told).
     Revoked,
     /// Its stored data could not be read: it is not written over.
     Kept,
+}
+
+/// The warning for a write of a session a logout revoked (`Saved::Revoked`).
+fn revoked_message(id: &str, what: &str) -> String {
+    format!(
+        "session {} was not {what}: another request destroyed it (a logout) while this request          held its lock; it stays destroyed",
+        short_id(id)
+    )
 }
 
 /// The one warning for stored data that could not be read (`Session::kept`).
@@ -327,10 +335,12 @@ impl Handler {
                     short_id(id)
                 ),
             ),
-            // Read-only (on_lock_timeout = readonly), or logged out by another
-            // request meanwhile: configured outcomes, counted, not warned of
-            // (frameworks turn warnings into errors).
-            Ok(Saved::Discarded | Saved::Revoked) => Out::ok(true),
+            // A logout by another request revoked our lock. Refused, not
+            // dropped quietly: a success would let session_regenerate_id() go
+            // on and write the logged-in session under a new id.
+            Ok(Saved::Revoked) => Out::warn(false, revoked_message(id, what)),
+            // Read-only (on_lock_timeout = readonly): a configured outcome.
+            Ok(Saved::Discarded) => Out::ok(true),
             // The message after the colon says whether Redis refused or did not answer.
             Err(e) => Out::warn(false, format!("session {} was not {what}: {e}", short_id(id))),
         }
@@ -421,7 +431,7 @@ impl Handler {
             // Logged out by another request meanwhile (see `saved`).
             Ok(Put::Revoked) => {
                 self.saw(id, Seen::Revoked);
-                Out::ok(true)
+                Out::warn(false, revoked_message(id, "written"))
             }
             Ok(Put::Busy | Put::Changed) => {
                 metrics::incr(Counter::SessionWriteConflicts);
