@@ -49,12 +49,16 @@ foreach (ST_FORMS as $form) {
     $sid = st_sid();
     $raw->cmd('SET', st_data_key($sid), 'user|s:5:"alice";', 'EX', 1440);
     $busy = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 5]);
-    $busy->step('start', ['sid' => $sid]);
+    $j = $busy->step('start', ['sid' => $sid]);
     $logout = new FaultSessionChild($form, $dsn, ['lock_ttl' => 30, 'lock_wait' => 0.2, 'on_lock_timeout' => 'readonly']);
-    $logout->step('start', ['sid' => $sid]);
+    $k = $logout->step('start', ['sid' => $sid]);
+    rl_same("$form: another busy request, and a read-only logout", [true, true, true],
+        [$j['started'] ?? null, $k['started'] ?? null, $k['readonly'] ?? null]);
     rl_same("$form: another logout", true, $logout->step('destroy')['destroyed'] ?? null);
     $j = $busy->step('regenerate');
     rl_same("$form: session_regenerate_id() after it fails", false, $j['regenerated'] ?? null);
+    rl_ok("$form: ... because the logout revoked the old id's lock",
+        st_has_warning(st_ours($j['warnings'] ?? []), 'another request destroyed it (a logout)'), json_encode($j['warnings'] ?? null));
     $busy->step('write');
     rl_same("$form: no session data anywhere", [], $raw->cmd('KEYS', ST_PREFIX . '*'));
     $busy->finish();
@@ -72,8 +76,10 @@ ok: class: the busy request's lease was revoked (no lock left)
 ok: class: the busy request's write is refused with a warning that names the logout
 ok: class: the session is still destroyed
 ok: class: counted as revoked, not as a lost lease
+ok: class: another busy request, and a read-only logout
 ok: class: another logout
 ok: class: session_regenerate_id() after it fails
+ok: class: ... because the logout revoked the old id's lock
 ok: class: no session data anywhere
 ok: native: the busy request holds the session
 ok: native: the logout request reads it read-only
@@ -84,7 +90,9 @@ ok: native: the busy request's lease was revoked (no lock left)
 ok: native: the busy request's write is refused with a warning that names the logout
 ok: native: the session is still destroyed
 ok: native: counted as revoked, not as a lost lease
+ok: native: another busy request, and a read-only logout
 ok: native: another logout
 ok: native: session_regenerate_id() after it fails
+ok: native: ... because the logout revoked the old id's lock
 ok: native: no session data anywhere
 done

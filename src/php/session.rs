@@ -165,7 +165,8 @@ enum Seen {
 /// The warning for a write of a session a logout revoked (`Saved::Revoked`).
 fn revoked_message(id: &str, what: &str) -> String {
     format!(
-        "session {} was not {what}: another request destroyed it (a logout) while this request          held its lock; it stays destroyed",
+        "session {} was not {what}: another request destroyed it (a logout) while this request \
+         held its lock; it stays destroyed",
         short_id(id)
     )
 }

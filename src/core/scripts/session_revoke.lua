@@ -24,7 +24,7 @@ redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
 local holder = redis.pcall('GET', KEYS[2])
 if redis.call('DEL', KEYS[2]) == 1 then
   -- The revoked request's save is then refused as the logout's doing, not as
-  -- a lease that ran out: a configured outcome, not a warning (session_save.lua).
+  -- a lease that ran out: told so, and not counted as lost (session_save.lua).
   if type(holder) == 'string' then
     redis.call('SADD', KEYS[6], string.match(holder, '^[^:]*'))
     redis.call('PEXPIRE', KEYS[6], ARGV[2])
