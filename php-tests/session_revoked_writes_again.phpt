@@ -1,5 +1,5 @@
 --TEST--
-Sessions called directly, as frameworks do (Laravel's store may save twice): once a logout (another request's destroy) revoked this request's lock, its save is refused with a warning that names the logout (a success would let session_regenerate_id() go on under a new id), and every later write of that session is dropped, so a second write of a session that was empty when read cannot write the logged-in state back; counted as session_revoked, not as a lost lease (which alerts), also when the watchdog finds it first
+Sessions called directly, as frameworks do (Laravel's store may save twice): once a logout (another request's destroy) revoked this request's lock, its save is refused with a warning that names the logout (a success would let session_regenerate_id() go on under a new id), and every later write of that session is dropped, so a second write of a session that was empty when read cannot write the logged-in state back; counted as session_revoked, not as a lost lease (which alerts), also when the watchdog finds it first; and Laravel's migrate() (a fresh id written without a read) writes nothing after such a logout, nor after its lock expired (with a warning)
 --FILE--
 <?php
 require __DIR__ . '/inc/redis.inc';
@@ -69,6 +69,63 @@ rl_same('counted as revoked, not as a lost lease', [1, 0],
 rl_ok('... with the warning that names the logout', count($warnings) === 1
     && str_contains($warnings[0], 'another request destroyed it (a logout)'), json_encode($warnings));
 $renewed->close();
+
+// Laravel's migrate() (regenerate() after a login, invalidate() at a logout)
+// writes a fresh id it never read. After a logout revoked the session the
+// request read, what it would write there is the logged-in state: refused.
+$laravel = new RedisLockingSessionHandler($srv['dsn'], ['lock_renew' => false]);
+$laravel->open('', 'laravel_session');
+$alice = 'user|s:5:"alice";';
+$sid = rl_key('migrate-control');
+$fresh = rl_key('migrate-control-fresh');
+$raw->cmd('SET', "PHPREDIS_SESSION:$sid", $alice);
+rl_same('control: a request reads a session', $alice, $laravel->read($sid));
+rl_same('... and migrate() writes it under a fresh id', [true, $alice],
+    [$laravel->write($fresh, $alice), $raw->cmd('GET', "PHPREDIS_SESSION:$fresh")]);
+$sid = rl_key('migrate');
+$fresh = rl_key('migrate-fresh');
+$raw->cmd('SET', "PHPREDIS_SESSION:$sid", $alice);
+rl_same('a request reads a session', $alice, $laravel->read($sid));
+rl_same('the logout destroys it', true, $logout->destroy($sid));
+$warnings = [];
+rl_same('migrate() writes a fresh id: refused, quietly', [false, []], [$laravel->write($fresh, $alice), $warnings]);
+rl_same('nothing under either id', [0, 0],
+    [$raw->cmd('EXISTS', "PHPREDIS_SESSION:$fresh"), $raw->cmd('EXISTS', "PHPREDIS_SESSION:$sid")]);
+$sid = rl_key('migrate-destroy');
+$fresh = rl_key('migrate-destroy-fresh');
+$raw->cmd('SET', "PHPREDIS_SESSION:$sid", $alice);
+rl_same('another request reads a session', $alice, $laravel->read($sid));
+rl_same('the logout destroys it', true, $logout->destroy($sid));
+rl_same("migrate(true)'s destroy of the old id is refused", false, $laravel->destroy($sid));
+rl_ok('... with the warning that names the logout', count($warnings) === 1
+    && str_contains($warnings[0], 'another request destroyed it (a logout)'), json_encode($warnings));
+rl_same('its fresh id is not written either', [false, 0],
+    [$laravel->write($fresh, $alice), $raw->cmd('EXISTS', "PHPREDIS_SESSION:$fresh")]);
+// A worker that serves many requests (Octane) keeps one handler: the next
+// request's migrate() writes again.
+$sid = rl_key('migrate-next');
+$fresh = rl_key('migrate-next-fresh');
+$raw->cmd('SET', "PHPREDIS_SESSION:$sid", $alice);
+rl_same("the worker's next request reads a session", $alice, $laravel->read($sid));
+rl_same('... and its migrate() writes the fresh id', [true, $alice],
+    [$laravel->write($fresh, $alice), $raw->cmd('GET', "PHPREDIS_SESSION:$fresh")]);
+// A lock that expired before the request let go (not renewed, lock_ttl run
+// out): another request may have changed the session since, as a logout does
+// when it finds no holder to revoke. Refused as a save of it is, with a warning.
+$expiring = new RedisLockingSessionHandler($srv['dsn'], ['lock_renew' => false, 'lock_ttl' => 0.2]);
+$expiring->open('', 'laravel_session');
+$sid = rl_key('migrate-expired');
+$fresh = rl_key('migrate-expired-fresh');
+$raw->cmd('SET', "PHPREDIS_SESSION:$sid", $alice);
+rl_same('a request reads a session', $alice, $expiring->read($sid));
+rl_ok('its lock expires', rl_wait_until(fn() => $raw->cmd('EXISTS', "{PHPREDIS_SESSION:$sid}:lock") === 0, 5.0));
+$warnings = [];
+rl_same('migrate() writes a fresh id: refused', [false, 0],
+    [$expiring->write($fresh, $alice), $raw->cmd('EXISTS', "PHPREDIS_SESSION:$fresh")]);
+rl_ok('... with a warning that says the lock expired', count($warnings) === 1
+    && str_contains($warnings[0], 'expired (lock_ttl 0.200 s)'), json_encode($warnings));
+$expiring->close();
+$laravel->close();
 echo "done\n";
 ?>
 --EXPECT--
@@ -94,4 +151,21 @@ ok: the renewed request saves: refused
 ok: nothing was written back
 ok: counted as revoked, not as a lost lease
 ok: ... with the warning that names the logout
+ok: control: a request reads a session
+ok: ... and migrate() writes it under a fresh id
+ok: a request reads a session
+ok: the logout destroys it
+ok: migrate() writes a fresh id: refused, quietly
+ok: nothing under either id
+ok: another request reads a session
+ok: the logout destroys it
+ok: migrate(true)'s destroy of the old id is refused
+ok: ... with the warning that names the logout
+ok: its fresh id is not written either
+ok: the worker's next request reads a session
+ok: ... and its migrate() writes the fresh id
+ok: a request reads a session
+ok: its lock expires
+ok: migrate() writes a fresh id: refused
+ok: ... with a warning that says the lock expired
 done

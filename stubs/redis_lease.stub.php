@@ -126,14 +126,17 @@ namespace {
 
         /**
          * The token of our hold (32 hexadecimal digits, opaque), for restore() in another object or
-         * process; null when we do not hold the lock. Whoever has it can release the lock.
+         * process; null when we do not hold the lock. Whoever has it can release the lock. After a
+         * refresh() that got no answer, that refresh is sent again first, as by detach().
          */
         public function getToken(): ?string {}
 
         /**
          * Stops owning the hold here: it is not released when this object is destroyed or the
          * request ends, and not renewed. It lives on until its ttl, or until released by its token
-         * (restore() then release()) anywhere.
+         * (restore() then release()) anywhere. After a refresh() that got no answer (it may still
+         * reach Redis late, and shorten the lease), that refresh is sent again first (when Redis
+         * answers), so that whoever restores the token reads the lease as it will stay.
          *
          * @return string|null Its token; null when we did not hold the lock.
          */
@@ -352,12 +355,17 @@ namespace {
         /**
          * Stops owning our permit here: no release when this object is destroyed or the request
          * ends, no renewal. It lives on until its ttl, or until released by its token (restore()).
+         * After a refresh() that got no answer, that refresh is sent again first (see
+         * DistributedLock::detach()).
          *
          * @return string|null Its token; null when we hold no permit.
          */
         public function detach(): ?string {}
 
-        /** Our permit's token (opaque); null when we hold none. */
+        /**
+         * Our permit's token (opaque); null when we hold none. After a refresh() that got no
+         * answer, that refresh is sent again first, as by detach().
+         */
         public function getToken(): ?string {}
 
         /** The key given to the constructor. */

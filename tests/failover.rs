@@ -13,6 +13,7 @@ use redis_lease::core::error::Error;
 use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
 use redis_lease::core::metrics::{self, Counter};
+use redis_lease::core::session::{Mode, Saved, SessionConfig, SessionStore};
 use redis_lease::core::{sentinel, watchdog};
 use support::{await_until, exists, master_and_replica, HoldingProxy, RedisServer, SentinelSet};
 
@@ -508,4 +509,48 @@ fn a_give_up_whose_release_goes_unanswered_is_never_adopted() {
         "the waiter still holds the lock"
     );
     assert!(waiter.release().unwrap(), "held throughout");
+}
+
+#[test]
+fn a_session_a_logout_revoked_is_not_lost_to_a_later_failover() {
+    // A logout revokes a request's session hold; a failover comes before the
+    // request saves. The watchdog's check on the new master finds the hold
+    // gone: revoked (the new master has the revocation), not lost to the
+    // failover, which would alert (failover_lost, session_lost).
+    let set = SentinelSet::start("logout");
+    let dsn = set.dsn("logout", "?timeout=0.5&read_timeout=1");
+    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let config = SessionConfig {
+        lock_renew: false,
+        // Past the waits below: a hold that expired would be lost, not revoked.
+        lock_ttl: SEC * 120,
+        ..SessionConfig::default()
+    };
+    let s = SessionStore::new(ep.clone(), config.clone());
+    let (mut held, _) = s.open("rvf").unwrap();
+    let hold = match &held.mode {
+        Mode::Locked(hold) => hold.clone(),
+        mode => panic!("not locked: {mode:?}"),
+    };
+    SessionStore::new(ep.clone(), config).delete("rvf").unwrap();
+    await_until(SEC * 5, "the replica to have the revocation", || {
+        exists(
+            &mut set.replica.conn(),
+            "{PHPREDIS_SESSION:rvf}:lock:revoked",
+        )
+    });
+    await_until(SEC * 10, "the watchdog to subscribe", || {
+        watchdog::subscribed(&ep)
+    });
+    let generation = sentinel::generation(&ep);
+    set.failover("logout");
+    await_until(SEC * 20, "the process to follow the switch", || {
+        sentinel::generation(&ep) != generation
+    });
+    await_until(SEC * 5, "the watchdog to check the hold", || hold.lost());
+    assert!(hold.revoked(), "revoked, not lost to the failover");
+    assert_eq!(
+        s.write(&mut held, b"back|i:1;", SEC * 60).unwrap(),
+        Saved::Revoked
+    );
 }

@@ -349,6 +349,140 @@ fn a_downgrade_left_unanswered_is_never_counted_on_as_the_lock_alone() {
     assert!(lock.release().unwrap());
 }
 
+/// Under maxmemory a renewal must still run (it grows nothing for good). Run by
+/// EVAL (functions=0, as on Redis 6.2 or under an ACL without FUNCTION), a
+/// script is refused at its first write that may grow memory: a reader's and a
+/// permit's renewal began with ZADD, and were refused (their holds then lost),
+/// while a lock held alone renewed (review, stop 51).
+#[test]
+fn shared_holds_renew_under_maxmemory_when_run_by_eval() {
+    let server = RedisServer::start();
+    let mut reader = Lock::new(lease(&server, "?functions=0", "oom_r"), SEC * 30);
+    let mut alone = Lock::new(lease(&server, "?functions=0", "oom_w"), SEC * 30);
+    let ep = Endpoint::parse(
+        &format!("{}?functions=0", server.dsn()),
+        Timeouts::default(),
+    );
+    let keys = LeaseKeys::for_semaphore(b"lock:", b"oom_p");
+    let mut permit = Lock::semaphore(Lease::new(Arc::new(ep.unwrap()), keys), 3, SEC * 30);
+    assert!(reader.acquire_read(Duration::ZERO).unwrap());
+    assert!(alone.acquire(Duration::ZERO).unwrap());
+    assert!(permit.acquire_permits(Duration::ZERO, 2).unwrap());
+    // Each renewed once before: the script is in Redis's cache.
+    for l in [&mut reader, &mut alone, &mut permit] {
+        assert!(l.refresh(SEC * 30).unwrap());
+    }
+    let mut raw = server.conn();
+    let _: () = redis::cmd("SET")
+        .arg("ballast")
+        .arg(vec![b'x'; 4 << 20])
+        .query(&mut raw)
+        .unwrap();
+    let config = |raw: &mut redis::Connection, k: &str, v: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(raw)
+            .unwrap();
+    };
+    config(&mut raw, "maxmemory-policy", "noeviction");
+    config(&mut raw, "maxmemory", "1mb");
+    let refused: redis::RedisResult<()> = redis::cmd("SET").arg("more").arg("x").query(&mut raw);
+    assert!(refused.is_err(), "Redis is out of memory");
+    let renewed: Vec<_> = [&mut reader, &mut alone, &mut permit]
+        .into_iter()
+        .map(|l| l.refresh(SEC * 60).map_err(|e| e.to_string()))
+        .collect();
+    config(&mut raw, "maxmemory", "0");
+    assert_eq!(
+        renewed,
+        vec![Ok(true), Ok(true), Ok(true)],
+        "reader, alone, permit"
+    );
+    for key in ["lock:{oom_r}:holders", "lock:{oom_p}:semaphore:holders"] {
+        let left = pttl(&server, key);
+        assert!(left > 50_000, "{key} kept {left} ms");
+    }
+    for l in [&mut reader, &mut alone, &mut permit] {
+        assert!(l.release().unwrap());
+    }
+}
+
+/// A refresh that timed out may reach Redis late (a lossy network), and shorten
+/// the lease after the token was detached and restored elsewhere, past the end
+/// the restorer read: two holders. detach() sends the refresh again first
+/// (review, stop 51): the restorer then reads the lease as the late refresh
+/// leaves it. Before, it read the 30 s the late refresh then cut to 2 s.
+#[test]
+fn a_refresh_left_unanswered_is_sent_again_before_its_token_is_detached() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut lock = Lock::new(through(&proxy, "late_refresh"), SEC * 30);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    proxy.hold(true);
+    assert!(lock.refresh(SEC * 2).is_err(), "unanswered");
+    // The refresh stays held (late); what comes next goes through.
+    proxy.hold_after(true, 1000);
+    let token = lock.detach().expect("held");
+    let mut restored =
+        Lock::restore(lease(&server, "", "late_refresh"), SEC * 30, token, false).unwrap();
+    assert_eq!(restored.holding().unwrap(), Some(false), "held alone");
+    let counted = restored.hold().unwrap().safe_until();
+    proxy.hold(false);
+    assert!(
+        counted <= Instant::now() + SEC * 2,
+        "counts on {:?} more, the late refresh leaves 2 s",
+        counted - Instant::now()
+    );
+    let mut raw = server.conn();
+    await_until(SEC * 10, "the lease to end", || {
+        !exists(&mut raw, "lock:{late_refresh}")
+    });
+    assert!(
+        Instant::now() >= counted,
+        "the lease ended before its end as counted"
+    );
+
+    // Redis answers neither: the token goes as it is, not kept here (to be
+    // released as the object goes).
+    let mut lock = Lock::new(through(&proxy, "late_refresh"), SEC * 30);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    proxy.hold(true);
+    assert!(lock.refresh(SEC * 2).is_err(), "unanswered");
+    assert!(lock.detach().is_some(), "detached all the same");
+    assert!(lock.hold().is_none());
+    proxy.hold(false);
+}
+
+/// The refresh left unanswered is its hold's: once that hold is gone and the
+/// object holds a fresh lease, detach() hands its token out as it is, not cut
+/// to the old refresh's ttl (review, stop 51).
+#[test]
+fn a_refresh_left_unanswered_is_not_sent_again_for_a_later_hold() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut giver = Lock::new(lease(&server, "", "late_refresh2"), SEC * 30);
+    assert!(giver.acquire(Duration::ZERO).unwrap());
+    let token = giver.detach().expect("held");
+    let mut lock = Lock::restore(through(&proxy, "late_refresh2"), SEC * 30, token, false).unwrap();
+    proxy.hold(true);
+    assert!(
+        lock.refresh(Duration::from_millis(300)).is_err(),
+        "unanswered"
+    );
+    proxy.hold(false);
+    let mut raw = server.conn();
+    await_until(SEC * 10, "the late refresh to end the lease", || {
+        !exists(&mut raw, "lock:{late_refresh2}")
+    });
+    assert_eq!(lock.holding().unwrap(), None, "the restored hold is gone");
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    assert!(lock.detach().is_some());
+    let left = pttl(&server, "lock:{late_refresh2}");
+    assert!(left > 20_000, "the fresh lease kept its 30 s: {left} ms");
+}
+
 /// A release that timed out may still run: the token is never handed out
 /// (detach(), getToken()) for another object to count on, nor counted on here.
 /// Before, detach() returned it.

@@ -985,6 +985,45 @@ fn weighted_permits_never_exceed_the_admitting_limit() {
     );
 }
 
+/// Weighted permits through links that fail after a command was sent, and a
+/// client that may crash (review, stop 51: permits were checked without faults):
+/// a lost acquire's permits adopted with their weight (resolve.lua) or voided,
+/// a lost release sent again finding nothing, a crashed holder's permits freed
+/// at their ttl.
+fn weighted_semaphore_faults() -> Config {
+    let mut config = weighted_semaphores();
+    config.clients = vec![weighted(1, 3, 2), weighted(1, 3, 2), weighted(1, 3, 1)];
+    config.faults = 1;
+    config.faulty = |_| true;
+    config.horizon = if deep() { 3 } else { 2 };
+    config
+}
+
+#[test]
+fn weighted_permits_through_broken_links_and_crashes() {
+    let checker = check(
+        "weighted semaphores, broken links",
+        weighted_semaphore_faults(),
+        None,
+    );
+    assert_holds(
+        &*checker,
+        &RW_PROPERTIES,
+        &["permits at the limit", "a permit handed to a waiter"],
+    );
+}
+
+/// Fix (k) reverted, for permits: resolve.lua adopts a permit its token took
+/// without voiding the token, and the late attempt then takes permits for
+/// nobody.
+#[test]
+fn reverted_k_a_late_permit_attempt_of_an_adopted_token_takes_permits_for_nobody() {
+    let mut config = weighted_semaphore_faults();
+    config.fixes.scripts.resolve_voids_holder = false;
+    let checker = check("(k) for permits", config, Some(INTEREST));
+    assert_violated(&*checker, INTEREST);
+}
+
 /// Fix (m) reverted: a hold of several permits counted as one admits past the
 /// limit.
 #[test]

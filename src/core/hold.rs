@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::core::dsn::Wait;
-use crate::core::metrics::{self, Counter};
+use crate::core::metrics::{self, Counter, Timing};
 use crate::core::token::Token;
 
 /// How much earlier than the lease we assume it may end, to cover the clock
@@ -123,6 +123,18 @@ impl Hold {
     pub fn revoked(&self) -> bool {
         self.own_watch()
             .is_some_and(|w| w.state.load(Ordering::Acquire) == REVOKED)
+    }
+
+    /// Counts how a session's hold ended, by session_save.lua's answer when it
+    /// let go: 1 freed by its holder, 2 revoked by a logout, anything else lost
+    /// (counted by the watchdog instead when it gave the hold up).
+    pub(crate) fn count_session_end(&self, answer: i64) {
+        match answer {
+            1 => metrics::observe(Timing::SessionHold, self.acquired_at.elapsed()),
+            2 => metrics::incr(Counter::SessionRevoked),
+            _ if !self.lost() => metrics::incr(Counter::SessionLost),
+            _ => {}
+        }
     }
 
     /// Given up because Redis stopped answering the watchdog: a release now would
@@ -341,6 +353,11 @@ impl Watch {
     /// A session's: its renewal tells a revoked hold apart (refresh.lua).
     pub(crate) fn session(&self) -> bool {
         self.kind == Kind::Session
+    }
+
+    /// A session's tokens a logout revoked (`LeaseKeys::revoked_parts`).
+    pub(crate) fn revoked_set(&self) -> Vec<u8> {
+        [&self.key[..], b":revoked"].concat()
     }
 
     fn end_as(&self, state: u8) {

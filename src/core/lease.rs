@@ -1108,20 +1108,14 @@ impl Lease {
         };
         let released = n == 1 || (n == 0 && maybe_done && Instant::now() < hold.safe_until());
         let session = self.keys.data.is_some();
-        if released && session {
-            metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
+        if session {
+            hold.count_session_end(if released { 1 } else { n });
         } else if released {
             metrics::incr(Counter::LockReleased);
             metrics::observe(Timing::LockHold, hold.acquired_at.elapsed());
-        } else if n == 2 {
-            metrics::incr(Counter::SessionRevoked);
         } else if !hold.lost() {
             // (The watchdog counted it when it gave the hold up.)
-            metrics::incr(if session {
-                Counter::SessionLost
-            } else {
-                Counter::LockLost
-            });
+            metrics::incr(Counter::LockLost);
         }
         Ok(released)
     }

@@ -41,6 +41,9 @@ pub struct Lock {
     let_go: bool,
     /// ... and a release of it timed out: it may have run, or may still run.
     release_sent: bool,
+    /// A refresh of the hold of this token to this ttl got no answer: it may
+    /// still run, and shorten the lease (see `settle_refresh`).
+    refresh_sent: Option<(Token, Duration)>,
     /// Every hold is renewed by the watchdog until it ends.
     auto_renew: bool,
     /// A lock (taken alone, or shared by readers), or a semaphore of this many
@@ -67,6 +70,7 @@ impl Lock {
             unresolved: None,
             let_go: false,
             release_sent: false,
+            refresh_sent: None,
             auto_renew: false,
             permits: None,
             weight: Some(1),
@@ -124,6 +128,7 @@ impl Lock {
             if let Err(e) = self.verify() {
                 // The caller gets no object: the hold stays its giver's (or the
                 // next restore's), not released as this one goes.
+                // Nothing was refreshed yet: detaching asks Redis nothing.
                 self.detach();
                 return Err(e);
             }
@@ -192,6 +197,7 @@ impl Lock {
         if self.let_go {
             return None;
         }
+        self.settle_refresh();
         let hold = self.hold.take()?;
         hold.stop_watch();
         request::untrack(self.id);
@@ -199,6 +205,24 @@ impl Lock {
         self.unverified = false;
         self.detached = Some(hold.token.clone());
         Some(hold.token)
+    }
+
+    /// Before the token leaves this object (`detach`, getToken()): a refresh of
+    /// its hold that got no answer may still run (a lossy network delivers it
+    /// late), and end the lease sooner than whoever restores the token reads it
+    /// then. It is sent again first: answered, a late run of the first ends the
+    /// lease no sooner than the restorer reads. Best effort: unanswered again,
+    /// the token goes as it is (the refresh's own error told of it; failing here
+    /// would keep the hold in this object, to be released as the object goes).
+    pub fn settle_refresh(&mut self) {
+        let Some((token, ttl)) = self.refresh_sent.clone() else {
+            return;
+        };
+        if self.hold.as_ref().map(|h| &h.token) == Some(&token) {
+            let _ = self.refresh(ttl);
+        } else {
+            self.refresh_sent = None;
+        }
     }
 
     /// Whether `token` is the hold last detached from this object, and Redis
@@ -574,11 +598,15 @@ impl Lock {
             Err(e) => {
                 // Unanswered, it may still run: the bound it lowered on the copy
                 // (a shorter ttl) is ours to keep, or we would count on a lease
-                // longer than Redis may now have.
+                // longer than Redis may now have. (An error reply ran nothing.)
+                if !matches!(e, Error::Reply { .. }) {
+                    self.refresh_sent = Some((hold.token.clone(), ttl));
+                }
                 self.hold = Some(hold);
                 return Err(e);
             }
         };
+        self.refresh_sent = None;
         self.set_hold(ok.then_some(hold), 0);
         Ok(ok)
     }

@@ -649,24 +649,17 @@ impl SessionStore {
                 };
                 s.mode = Mode::Done;
                 unlocked(&hold);
+                hold.count_session_end(n);
                 match n {
                     1 => {
-                        metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
                         s.lease.replicated(acks, "The session was saved")?;
                         Ok(Saved::Yes)
                     }
                     2 => {
-                        metrics::incr(Counter::SessionRevoked);
                         s.revoked = true;
                         Ok(Saved::Revoked)
                     }
-                    _ => {
-                        if !hold.lost() {
-                            // (The watchdog counted it when it found the lease gone.)
-                            metrics::incr(Counter::SessionLost);
-                        }
-                        Ok(Saved::LeaseLost)
-                    }
+                    _ => Ok(Saved::LeaseLost),
                 }
             }
             Mode::Unlocked => {
@@ -804,20 +797,10 @@ impl SessionStore {
         };
         unlocked(&hold);
         match s.lease.unlock_token(&hold.token) {
-            Ok(1) => {
-                metrics::observe(Timing::SessionHold, hold.acquired_at.elapsed());
-                Ok(true)
-            }
-            Ok(2) => {
-                metrics::incr(Counter::SessionRevoked);
-                s.revoked = true;
-                Ok(false)
-            }
-            Ok(_) => {
-                if !hold.lost() {
-                    metrics::incr(Counter::SessionLost);
-                }
-                Ok(false)
+            Ok(n) => {
+                hold.count_session_end(n);
+                s.revoked |= n == 2;
+                Ok(n == 1)
             }
             Err(e) => {
                 s.lease.defer(hold.token, hold.ttl);

@@ -671,7 +671,8 @@ fn listen(wd: &Watchdog, sleep: &Sleep) {
 
 /// Looks for the holds `group` on the current master of a Sentinel service
 /// (generation `generation`): one that is not there is lost (it was taken on a
-/// master since replaced, or a failover lost it).
+/// master since replaced, or a failover lost it), or, a session's, revoked by a
+/// logout.
 fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generation: u64) {
     // The link to the old master is of no use now.
     if link
@@ -694,8 +695,11 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
     // Whether the hold is there, and until when, read atomically (MULTI): the new
     // master keeps the lease only as long as it last heard of it, which may be
     // short of an extension the old master never passed on; read apart, the
-    // expiry could be the next holder's.
-    let mut cmds: Vec<Cmd> = Vec::with_capacity(group.len() * 4);
+    // expiry could be the next holder's. A session's not there may have been
+    // revoked by a logout before the switch: that is no lost hold.
+    let mut cmds: Vec<Cmd> = Vec::with_capacity(group.len() * 5);
+    // Where each hold's EXEC answers.
+    let mut execs = Vec::with_capacity(group.len());
     for w in group {
         cmds.push(redis::cmd("MULTI"));
         if w.shared {
@@ -709,7 +713,16 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
         } else {
             cmds.push(redis::cmd("GET").arg(&w.key).clone());
             cmds.push(redis::cmd("PTTL").arg(&w.key).clone());
+            if w.session() {
+                cmds.push(
+                    redis::cmd("SISMEMBER")
+                        .arg(w.revoked_set())
+                        .arg(w.token.as_str())
+                        .clone(),
+                );
+            }
         }
+        execs.push(cmds.len());
         cmds.push(redis::cmd("EXEC"));
     }
     let sent = Instant::now();
@@ -726,8 +739,8 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
         .as_ref()
         .and_then(|l| l.master.as_ref())
         .map_or(generation, |m| m.generation);
-    for (w, reply) in group.iter().zip(replies.chunks(4).filter_map(|r| r.get(3))) {
-        let Value::Array(pair) = reply else {
+    for (w, exec) in group.iter().zip(execs) {
+        let Some(Value::Array(pair)) = replies.get(exec) else {
             continue;
         };
         let left = match (pair.first(), pair.get(1)) {
@@ -763,6 +776,7 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
                 }
                 w.checked(at);
             }
+            None if matches!(pair.get(2), Some(Value::Int(1))) => w.revoke(),
             None => {
                 metrics::incr(Counter::FailoverLost);
                 w.lose();
@@ -1042,7 +1056,7 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], form: Form) -> Vec<Cmd> {
                 .arg(&r.holders)
                 .arg([&r.key[..], b":weights"].concat());
             if r.session() {
-                c.arg([&r.key[..], b":revoked"].concat());
+                c.arg(r.revoked_set());
             }
             c.arg(r.token.as_str())
                 .arg(millis(*ttl))

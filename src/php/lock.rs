@@ -332,7 +332,8 @@ impl DistributedLock {
 
     /// The token of our hold (opaque; for restore() elsewhere); null when not held.
     pub fn get_token(&self) -> Option<String> {
-        let lock = self.lock.borrow();
+        let mut lock = self.lock.borrow_mut();
+        lock.settle_refresh();
         lock.hold().map(|h| h.token.as_str().to_string())
     }
 
@@ -573,7 +574,8 @@ impl DistributedSemaphore {
 
     /// Our permit's token (opaque); null when we hold none.
     pub fn get_token(&self) -> Option<String> {
-        let lock = self.lock.borrow();
+        let mut lock = self.lock.borrow_mut();
+        lock.settle_refresh();
         lock.hold().map(|h| h.token.as_str().to_string())
     }
 

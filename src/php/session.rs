@@ -198,6 +198,19 @@ pub struct Handler {
     seen: Vec<(String, Seen)>,
     /// The session read last was opened read-only (on_lock_timeout = readonly).
     readonly: bool,
+    /// A session this request held and lost before it let go: what the request
+    /// has in memory came from it, so no fresh id is written from it (Laravel's
+    /// migrate() would carry a logged-out or stale state to a new id).
+    lost: Option<(String, Lost)>,
+}
+
+/// How a request lost a session it held (`Handler::lost`).
+#[derive(Clone, Copy, PartialEq)]
+enum Lost {
+    /// Its lock expired: another request may have changed the session since.
+    Expired,
+    /// A logout (another request's destroy) revoked its lock.
+    Revoked,
 }
 
 impl Handler {
@@ -211,6 +224,7 @@ impl Handler {
             form,
             seen: Vec::new(),
             readonly: false,
+            lost: None,
         }
     }
 
@@ -236,6 +250,9 @@ impl Handler {
 
     /// Remembers what this request last saw of session `id`.
     fn saw(&mut self, id: &str, seen: Seen) {
+        if seen == Seen::Revoked {
+            self.lost = Some((id.to_string(), Lost::Revoked));
+        }
         self.seen.retain(|(s, _)| s != id);
         if self.seen.len() == 4 {
             self.seen.remove(0);
@@ -297,6 +314,9 @@ impl Handler {
             };
         }
         let mut warning = self.close().warning;
+        // What the request holds from now on is this session's (a worker that
+        // serves many requests, as Octane's, keeps one handler).
+        self.lost = None;
         let result = match self.store.open(id) {
             Ok((session, data)) => {
                 match &session.kept {
@@ -326,6 +346,9 @@ impl Handler {
 
     fn saved(&mut self, id: &str, what: &str, result: Result<Saved>) -> Out<bool> {
         let lock_ttl = self.store.config.lock_ttl.as_secs_f64();
+        if matches!(result, Ok(Saved::LeaseLost)) && self.lost.is_none() {
+            self.lost = Some((id.to_string(), Lost::Expired));
+        }
         match result {
             Ok(Saved::Yes) => Out::ok(true),
             Ok(Saved::LeaseLost) => Out::warn(
@@ -414,6 +437,27 @@ impl Handler {
                     if let Some(w) = self.close().warning {
                         return Out::warn(false, w);
                     }
+                }
+                match &self.lost {
+                    // Refused quietly: the revocation was counted (session_revoked),
+                    // and the framework's new cookie then names an empty session,
+                    // which is what the logout asked for.
+                    Some((_, Lost::Revoked)) => return Out::ok(false),
+                    Some((old, Lost::Expired)) => {
+                        return Out::warn(
+                            false,
+                            format!(
+                                "session {} was not written: this request's lock on session {} \
+                                 expired (lock_ttl {:.3} s) before the request let it go, and \
+                                 another request may have changed it since; its data is not \
+                                 carried to a new id",
+                                short_id(id),
+                                short_id(old),
+                                self.store.config.lock_ttl.as_secs_f64()
+                            ),
+                        )
+                    }
+                    None => {}
                 }
                 Expect::Any
             }
@@ -553,7 +597,12 @@ impl Handler {
         match closed {
             Ok(true) => Out::ok(true),
             // The lease had run out already: nothing of ours to free.
-            Ok(false) => Out::ok(true),
+            Ok(false) => {
+                if self.lost.is_none() {
+                    self.lost = Some((s.id.clone(), Lost::Expired));
+                }
+                Out::ok(true)
+            }
             Err(e) => Out::warn(
                 false,
                 format!("could not unlock session {}: {e}", short_id(&s.id)),

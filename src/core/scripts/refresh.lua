@@ -30,5 +30,9 @@ end
 if at_least then
   ttl = math.max(ttl, ends - now)
 end
+-- Run by EVAL under maxmemory, a script is refused at its first write that may
+-- grow memory (ZADD): one that cannot comes first, so a renewal still runs
+-- (keep_holders sets the key's expiry right after).
+redis.call('PEXPIRE', KEYS[2], math.max(ttl, redis.call('PTTL', KEYS[2])))
 add_holder(KEYS[2], ARGV[1], ttl, now, KEYS[3])
 return 1

@@ -1,8 +1,9 @@
 -- Model: tests/model/redis.rs, Script::session_revoke (one atomic step).
 -- Destroy a session that this request does not hold: delete its data and revoke
 -- whatever lease another request holds on it, so that request can no longer write
--- it back (its save is refused, and told it was revoked: see session_save.lua). A logout must take effect even
--- while another request of the session runs, or is kept running on purpose.
+-- it back (its save is refused, and told it was revoked: see session_save.lua).
+-- A logout must take effect even while another request of the session runs, or
+-- is kept running on purpose.
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] this
 -- revocation's marker, KEYS[6] the tokens of holds revoked (a set)
 -- ARGV[1] how long the marker lasts, in ms, ARGV[2] how long a revoked hold's
