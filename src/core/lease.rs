@@ -1155,6 +1155,27 @@ impl Lease {
         self.call_idempotent(|c| self.unlock(c, token))
     }
 
+    /// Unlocks `hold`, answering as `unlock` does. Run again after a broken
+    /// link, a 0 while the lease cannot have run out yet means the first run
+    /// freed it (1), as in [`Lease::release`].
+    pub(crate) fn unlock_hold(&self, hold: &Hold) -> Result<i64> {
+        match self.call(|c| self.unlock(c, &hold.token)) {
+            Err(Failure::Broken(_)) => {
+                metrics::incr(Counter::Retries);
+                let n = self
+                    .call(|c| self.unlock(c, &hold.token))
+                    .map_err(Failure::into_error)?;
+                metrics::incr(Counter::UncertainResolved);
+                Ok(if n == 0 && Instant::now() < hold.safe_until() {
+                    1
+                } else {
+                    n
+                })
+            }
+            other => other.map_err(Failure::into_error),
+        }
+    }
+
     /// Gives up on `token`, whose state is unknown: frees the lease if it holds it,
     /// and otherwise takes it out of the queue and voids it.
     pub fn abandon(&self, token: &Token, ttl: Duration) -> Result<()> {

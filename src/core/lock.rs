@@ -185,6 +185,7 @@ impl Lock {
         }
         self.set_hold(hold, generation);
         self.pid = pid;
+        self.track();
         Ok(found)
     }
 
@@ -214,7 +215,15 @@ impl Lock {
     /// lease no sooner than the restorer reads. Best effort: unanswered again,
     /// the token goes as it is (the refresh's own error told of it; failing here
     /// would keep the hold in this object, to be released as the object goes).
+    /// A later refresh that was answered is taken to have run after it, as the
+    /// hold's own bound takes it (`Hold::refreshed`): only a per-refresh
+    /// sequence in refresh.lua would make a late one a no-op.
     pub fn settle_refresh(&mut self) {
+        // A hold let go is not handed out (and its owed release is not this
+        // getter's to complete).
+        if self.let_go {
+            return;
+        }
         let Some((token, ttl)) = self.refresh_sent.clone() else {
             return;
         };
@@ -288,13 +297,22 @@ impl Lock {
         if let Some(h) = &mut hold {
             self.lease.watch(h, Kind::Lock, self.auto_renew, generation);
         }
-        match &hold {
-            Some(h) => request::track(self.id, &self.lease, h),
-            None => {
+        self.hold = hold;
+        self.track();
+    }
+
+    /// The request's end releases the hold only in the process whose it is: a
+    /// forked child that used its parent's hold (a refresh, a fencing token)
+    /// must not release it as its own request ends.
+    fn track(&self) {
+        match &self.hold {
+            Some(h) if self.pid == crate::core::pid::current() => {
+                request::track(self.id, &self.lease, h)
+            }
+            _ => {
                 request::untrack(self.id);
             }
         }
-        self.hold = hold;
     }
 
     /// `settle` for an acquire left unresolved: resolve.lua says whether `token`
@@ -365,6 +383,12 @@ impl Lock {
     /// token is never used again (the late release could otherwise delete the
     /// lease we believe we hold).
     fn settle(&mut self, release: bool) -> Result<()> {
+        // An acquire the parent left unresolved is the parent's to settle: a
+        // forked child adopting it would hold the lock beside the parent, and
+        // release it as the child ends.
+        if self.pid != crate::core::pid::current() {
+            self.unresolved = None;
+        }
         // As in `ask_restored`: a token left to be given back is that leftover's
         // to settle, not ours to adopt.
         if self

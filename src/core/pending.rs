@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
+use crate::core::pid::PerProcess;
 use crate::core::token::Token;
 
 /// More leftovers than this means Redis has been gone for a long time; the
@@ -43,19 +44,15 @@ struct Entry {
     busy: bool,
 }
 
-/// The owning pid and its entries: a forked child does not settle its parent's.
-static PENDING: Mutex<Option<(u32, Vec<Entry>)>> = Mutex::new(None);
+/// This process's entries: a forked child does not settle its parent's, nor
+/// waits on a lock another thread of its parent held at the fork (under ZTS).
+static PENDING: PerProcess<Mutex<Vec<Entry>>> = PerProcess::new();
 /// Whether any entry may be waiting, so that settling costs nothing otherwise.
 static ANY: AtomicBool = AtomicBool::new(false);
 
 fn with_entries<T>(f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
-    let mut guard = PENDING.lock();
-    let pid = crate::core::pid::current();
-    if guard.as_ref().is_none_or(|(p, _)| *p != pid) {
-        *guard = Some((pid, Vec::new()));
-    }
-    let entries = &mut guard.as_mut().expect("just set").1;
-    let out = f(entries);
+    let mut entries = PENDING.get(|| Mutex::new(Vec::new()), |_| {}).lock();
+    let out = f(&mut entries);
     ANY.store(!entries.is_empty(), Ordering::Release);
     out
 }

@@ -796,7 +796,7 @@ impl SessionStore {
             return Ok(true);
         };
         unlocked(&hold);
-        match s.lease.unlock_token(&hold.token) {
+        match s.lease.unlock_hold(&hold) {
             Ok(n) => {
                 hold.count_session_end(n);
                 s.revoked |= n == 2;

@@ -141,10 +141,13 @@ class LeaseLock extends Lock
             return false;
         }
         $lock = $this->restore();
-        $refreshed = $lock->refresh($ttl);
-        // The hold goes on living without this object, as it did before.
-        $lock->detach();
-        return $refreshed;
+        try {
+            return $lock->refresh($ttl);
+        } finally {
+            // The hold goes on living without this object, as it did before,
+            // also when the refresh threw (dropped, the object would release it).
+            $lock->detach();
+        }
     }
 
     /**

@@ -1,0 +1,96 @@
+--TEST--
+DistributedLock and pcntl_fork(): a child that calls methods on the parent's held object (getFencingToken(), refresh(), acquire(), isAcquired()) and exits never releases the parent's lock at its request's end; a child never takes over an acquire the parent left unresolved (the parent settles it); before, the child's request end released the parent's lock in both cases (review, stop 51)
+--SKIPIF--
+<?php if (!function_exists('pcntl_fork')) die('skip pcntl_fork not available'); ?>
+--CONFLICTS--
+all
+--FILE--
+<?php
+require __DIR__ . '/inc/redis.inc';
+require __DIR__ . '/../testing/fault_helpers.php';
+$srv = rl_start_redis();
+$raw = new RlRaw($srv['port']);
+$dsn = $srv['dsn'];
+
+/** Runs $child in a forked child (its outcome stored at $done), waits for it to exit. */
+function in_child(RlRaw $raw, int $port, string $done, callable $child): ?string
+{
+    $pid = pcntl_fork();
+    if ($pid === 0) {
+        $outcome = $child();
+        (new RlRaw($port))->cmd('SET', $done, $outcome);
+        exit(0); // the child's request ends here: its shutdown hook runs
+    }
+    $status = 0;
+    rl_ok('the child exited', rl_wait_until(fn() => pcntl_waitpid($pid, $status, WNOHANG) === $pid, 20.0));
+    return $raw->cmd('GET', $done);
+}
+
+foreach ([false, true] as $auto) {
+    $label = $auto ? 'autoRenew' : 'no autoRenew';
+    $k = rl_key('fork-uses');
+    $lock = new DistributedLock($k, 30.0, $dsn, $auto);
+    rl_same("[$label] the parent holds the lock", true, $lock->acquire());
+    $token = $lock->getToken();
+    $outcome = in_child($raw, $srv['port'], rl_key('fork-uses-done'), static function () use ($lock): string {
+        try {
+            return json_encode([is_int($lock->getFencingToken()), $lock->refresh(), $lock->acquire(), $lock->isAcquired()]);
+        } catch (Throwable $e) {
+            return get_class($e) . ': ' . $e->getMessage();
+        }
+    });
+    rl_same("[$label] in the child, the parent's hold answered as held", '[true,true,true,true]', $outcome);
+    // (The child's getFencingToken() gave it a fence: the value is "<token>:<fence>".)
+    rl_ok("[$label] the parent's lock is intact after the child's exit",
+        str_starts_with((string) $raw->cmd('GET', rl_lock_key($k)), "$token:"));
+    rl_same("[$label] and still the parent's to release", true, $lock->release());
+}
+
+// An acquire left unresolved (Redis stopped), whose command ran once Redis went on.
+$k = rl_key('fork-unresolved');
+$lk = rl_lock_key($k);
+$lock = new DistributedLock($k, 30.0, "$dsn?read_timeout=0.5");
+rl_ok('redis-server stopped', fault_pause($srv['pid']));
+$e = fault_outcome(fn() => $lock->acquire());
+rl_same('the acquire got no answer', 'RedisLease\ConnectionException', $e['exception']);
+rl_ok('redis-server goes on', fault_resume($srv['pid']));
+rl_ok('the late acquire ran', fault_await_late_commands($srv['port']));
+$value = $raw->cmd('GET', $lk);
+rl_ok('it took the lock', $value !== null);
+$outcome = in_child($raw, $srv['port'], rl_key('fork-unresolved-done'), static function () use ($lock): string {
+    try {
+        return json_encode($lock->acquire(0.0));
+    } catch (Throwable $e) {
+        return get_class($e) . ': ' . $e->getMessage();
+    }
+});
+rl_same("the child did not take over the parent's attempt (it found the lock held)", 'false', $outcome);
+rl_same('the lock the late acquire took is intact after the child exit', $value, $raw->cmd('GET', $lk));
+rl_same('the parent settles it: it holds the lock', true, $lock->acquire(0.0));
+rl_same('... the one its attempt took', $value, $raw->cmd('GET', $lk));
+rl_same('and releases it', true, $lock->release());
+echo "done\n";
+?>
+--EXPECT--
+ok: [no autoRenew] the parent holds the lock
+ok: the child exited
+ok: [no autoRenew] in the child, the parent's hold answered as held
+ok: [no autoRenew] the parent's lock is intact after the child's exit
+ok: [no autoRenew] and still the parent's to release
+ok: [autoRenew] the parent holds the lock
+ok: the child exited
+ok: [autoRenew] in the child, the parent's hold answered as held
+ok: [autoRenew] the parent's lock is intact after the child's exit
+ok: [autoRenew] and still the parent's to release
+ok: redis-server stopped
+ok: the acquire got no answer
+ok: redis-server goes on
+ok: the late acquire ran
+ok: it took the lock
+ok: the child exited
+ok: the child did not take over the parent's attempt (it found the lock held)
+ok: the lock the late acquire took is intact after the child exit
+ok: the parent settles it: it holds the lock
+ok: ... the one its attempt took
+ok: and releases it
+done
