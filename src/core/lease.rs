@@ -1157,14 +1157,19 @@ impl Lease {
 
     /// Unlocks `hold`, answering as `unlock` does. Run again after a broken
     /// link, a 0 while the lease cannot have run out yet means the first run
-    /// freed it (1), as in [`Lease::release`].
+    /// freed it (1), as in [`Lease::release`], whose WAIT it shares: a
+    /// shortfall is counted, not reported.
     pub(crate) fn unlock_hold(&self, hold: &Hold) -> Result<i64> {
-        match self.call(|c| self.unlock(c, &hold.token)) {
+        let run = |c: &mut Conn| {
+            let n = self.unlock(c, &hold.token)?;
+            let acks = self.wait_replicas(c, n == 1)?;
+            let _ = self.replicated(acks, "The session was unlocked");
+            Ok(n)
+        };
+        match self.call(run) {
             Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
-                let n = self
-                    .call(|c| self.unlock(c, &hold.token))
-                    .map_err(Failure::into_error)?;
+                let n = self.call(run).map_err(Failure::into_error)?;
                 metrics::incr(Counter::UncertainResolved);
                 Ok(if n == 0 && Instant::now() < hold.safe_until() {
                     1

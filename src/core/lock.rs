@@ -627,6 +627,8 @@ impl Lock {
                     self.refresh_sent = Some((hold.token.clone(), ttl));
                 }
                 self.hold = Some(hold);
+                // The request's end releases this copy, with its lowered bound.
+                self.track();
                 return Err(e);
             }
         };
