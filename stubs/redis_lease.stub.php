@@ -127,7 +127,9 @@ namespace {
         /**
          * The token of our hold (32 hexadecimal digits, opaque), for restore() in another object or
          * process; null when we do not hold the lock. Whoever has it can release the lock. After a
-         * refresh() that got no answer, that refresh is sent again first, as by detach().
+         * refresh() that got no answer, that refresh is sent again first, once, as by detach()
+         * (this call then waits for Redis, up to the read timeout, and answers null if the lease
+         * was gone).
          */
         public function getToken(): ?string {}
 
@@ -364,7 +366,8 @@ namespace {
 
         /**
          * Our permit's token (opaque); null when we hold none. After a refresh() that got no
-         * answer, that refresh is sent again first, as by detach().
+         * answer, that refresh is sent again first, once, as by detach() (see
+         * DistributedLock::getToken()).
          */
         public function getToken(): ?string {}
 

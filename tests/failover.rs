@@ -547,7 +547,7 @@ fn a_session_a_logout_revoked_is_not_lost_to_a_later_failover() {
     await_until(SEC * 20, "the process to follow the switch", || {
         sentinel::generation(&ep) != generation
     });
-    await_until(SEC * 5, "the watchdog to check the hold", || hold.lost());
+    await_until(SEC * 10, "the watchdog to check the hold", || hold.lost());
     assert!(hold.revoked(), "revoked, not lost to the failover");
     assert_eq!(
         s.write(&mut held, b"back|i:1;", SEC * 60).unwrap(),

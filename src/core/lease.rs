@@ -1160,6 +1160,9 @@ impl Lease {
     /// freed it (1), as in [`Lease::release`], whose WAIT it shares: a
     /// shortfall is counted, not reported.
     pub(crate) fn unlock_hold(&self, hold: &Hold) -> Result<i64> {
+        // A 0 from a master learned of since says a failover lost the lock,
+        // not that our first run freed it.
+        let generation = sentinel::generation(&self.endpoint);
         let run = |c: &mut Conn| {
             let n = self.unlock(c, &hold.token)?;
             let acks = self.wait_replicas(c, n == 1)?;
@@ -1171,11 +1174,10 @@ impl Lease {
                 metrics::incr(Counter::Retries);
                 let n = self.call(run).map_err(Failure::into_error)?;
                 metrics::incr(Counter::UncertainResolved);
-                Ok(if n == 0 && Instant::now() < hold.safe_until() {
-                    1
-                } else {
-                    n
-                })
+                let freed = n == 0
+                    && Instant::now() < hold.safe_until()
+                    && !self.switched_since(generation);
+                Ok(if freed { 1 } else { n })
             }
             other => other.map_err(Failure::into_error),
         }

@@ -212,8 +212,8 @@ impl Lock {
     /// its hold that got no answer may still run (a lossy network delivers it
     /// late), and end the lease sooner than whoever restores the token reads it
     /// then. It is sent again first: answered, a late run of the first ends the
-    /// lease no sooner than the restorer reads. Best effort: unanswered again,
-    /// the token goes as it is (the refresh's own error told of it; failing here
+    /// lease no sooner than the restorer reads. Best effort, once: unanswered
+    /// again, the token goes as it is (the refresh's own error told of it; failing here
     /// would keep the hold in this object, to be released as the object goes).
     /// A later refresh that was answered is taken to have run after it, as the
     /// hold's own bound takes it (`Hold::refreshed`): only a per-refresh
@@ -229,9 +229,10 @@ impl Lock {
         };
         if self.hold.as_ref().map(|h| &h.token) == Some(&token) {
             let _ = self.refresh(ttl);
-        } else {
-            self.refresh_sent = None;
         }
+        // Sent again once: while Redis does not answer, a getter must not
+        // wait for it on every call.
+        self.refresh_sent = None;
     }
 
     /// Whether `token` is the hold last detached from this object, and Redis
