@@ -449,13 +449,21 @@ namespace {
          * this request's own save, only over the data it saved (waiting for the lock as read() does):
          * another request's write in between is never overwritten. A write refused that way returns
          * false without a warning (the session_write_conflicts counter shows them).
+         *
+         * A fresh id that a read-only request moved to (session_regenerate_id(), Laravel's
+         * regenerate()) carries what it read: it is written only while the session read still holds
+         * exactly that (any save by the holder, a logout among them, refuses it). Refused, it returns
+         * true through PHP's session module and false when called directly, without a warning, and
+         * counts as session_write_conflicts.
          */
         public function write(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool {}
 
         /**
          * Deletes the session's data and unlocks it. In a read-only request (on_lock_timeout =
          * readonly) or for a session this request does not hold, it also revokes the lease of the
-         * request holding it, whose later write is then refused: a logout always takes effect.
+         * request holding it, whose later write is then refused: a logout always takes effect. In a
+         * read-only request, it also notes whether the session still held what the request read,
+         * for the fresh id that regenerate(true) writes next (see write()).
          */
         public function destroy(#[\SensitiveParameter] string $id): bool {}
 

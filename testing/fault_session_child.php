@@ -13,15 +13,31 @@
  *   write                                   session_write_close() -> closed, took
  *   abort                                   session_abort() -> aborted
  *   destroy                                 session_destroy() -> destroyed
- *   regenerate                              session_regenerate_id(true) -> regenerated, id
+ *   reset                                   session_reset() -> reset, data
+ *   regenerate {"delete": bool}             session_regenerate_id(delete, default true) -> regenerated, id
  *   metrics                                 -> counters (RedisLease\metrics() of this process)
  *   exit
  * Every answer also carries the warnings raised since the previous answer.
  */
 
+/** A user-land handler that hands every call on, as Symfony's SessionHandlerProxy does. */
+final class ChildHandlerProxy implements SessionHandlerInterface, SessionUpdateTimestampHandlerInterface
+{
+    public function __construct(private RedisLockingSessionHandler $inner) {}
+    public function open(string $path, string $name): bool { return $this->inner->open($path, $name); }
+    public function close(): bool { return $this->inner->close(); }
+    public function read(string $id): string|false { return $this->inner->read($id); }
+    public function write(string $id, string $data): bool { return $this->inner->write($id, $data); }
+    public function destroy(string $id): bool { return $this->inner->destroy($id); }
+    public function gc(int $max): int|false { return $this->inner->gc($max); }
+    public function validateId(string $id): bool { return $this->inner->validateId($id); }
+    public function updateTimestamp(string $id, string $data): bool { return $this->inner->updateTimestamp($id, $data); }
+}
+
 if ($mode === 'class') {
     $handler = new RedisLockingSessionHandler($_SERVER['RL_DSN'], json_decode($_SERVER['RL_OPTIONS'], true));
-    session_set_save_handler($handler, true);
+    // RL_PROXY in the environment: behind a user-land proxy.
+    session_set_save_handler(getenv('RL_PROXY') ? new ChildHandlerProxy($handler) : $handler, true);
 }
 
 function child_reply(array $fields): void
@@ -59,8 +75,11 @@ while (($line = fgets(STDIN)) !== false) {
         case 'destroy':
             child_reply(['destroyed' => session_destroy(), 'took' => microtime(true) - $t]);
             break;
+        case 'reset':
+            child_reply(['reset' => session_reset(), 'data' => $_SESSION]);
+            break;
         case 'regenerate':
-            child_reply(['regenerated' => session_regenerate_id(true), 'id' => session_id()]);
+            child_reply(['regenerated' => session_regenerate_id($step['delete'] ?? true), 'id' => session_id()]);
             break;
         case 'metrics':
             child_reply(['counters' => array_filter(RedisLease\metrics(), 'is_int')]);

@@ -532,7 +532,9 @@ fn a_session_a_logout_revoked_is_not_lost_to_a_later_failover() {
         Mode::Locked(hold) => hold.clone(),
         mode => panic!("not locked: {mode:?}"),
     };
-    SessionStore::new(ep.clone(), config).delete("rvf").unwrap();
+    SessionStore::new(ep.clone(), config)
+        .delete("rvf", None)
+        .unwrap();
     await_until(SEC * 5, "the replica to have the revocation", || {
         exists(
             &mut set.replica.conn(),
@@ -553,4 +555,65 @@ fn a_session_a_logout_revoked_is_not_lost_to_a_later_failover() {
         s.write(&mut held, b"back|i:1;", SEC * 60).unwrap(),
         Saved::Revoked
     );
+}
+
+/// With wait_replicas, a release whose reply was lost (its link cut after the
+/// script ran, before its WAIT) and that, asked again, finds the lock free
+/// counts it as freed by its first run. That run's unlock is then WAITed for
+/// all the same, through a marker written on the new link (the replication
+/// stream is in order): otherwise a failover could bring the lock back, and the
+/// next holder wait for its ttl. Before, the second run wrote nothing, and no
+/// WAIT was sent.
+#[test]
+fn a_release_asked_again_after_a_lost_reply_is_waited_for() {
+    let (master, _replica) = master_and_replica();
+    let proxy = HoldingProxy::start(master.port);
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=2000",
+        proxy.port
+    );
+    let a = lease(&dsn, "cut_release");
+    // Warm up: the link made, the library loaded.
+    let warm = a.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    assert!(a.release(&warm, false).unwrap());
+    let held = a.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let mut raw = master.conn();
+    let waits = support::info_count(&mut raw, "cmdstat_wait:calls=");
+    let retries = metrics::get(Counter::Retries);
+    proxy.cut_reply(b"lock:{cut_release}");
+    assert!(a.release(&held, false).unwrap(), "freed by its first run");
+    assert!(
+        metrics::get(Counter::Retries) > retries,
+        "the release was asked again"
+    );
+    assert!(!exists(&mut raw, "lock:{cut_release}"));
+    assert_eq!(
+        support::info_count(&mut raw, "cmdstat_wait:calls=") - waits,
+        1,
+        "the second run's WAIT"
+    );
+}
+
+/// With wait_replicas, a release that was answered and whose WAIT then got no
+/// answer in time (the master stalled past the wait) is the release it was:
+/// freed, its replication unconfirmed, counted as a shortfall. Before, it was
+/// reported as unknown (`Error::Unresolved`), a session's close warned that it
+/// could not unlock, and the token was left for the process's next call.
+#[test]
+fn a_release_whose_wait_goes_unanswered_is_released_all_the_same() {
+    let (master, _replica) = master_and_replica();
+    let proxy = HoldingProxy::start(master.port);
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=1000&read_timeout=1",
+        proxy.port
+    );
+    let a = lease(&dsn, "wait_stalls");
+    let held = a.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let shortfalls = metrics::get(Counter::WaitShortfalls);
+    proxy.hold_command(b"WAIT");
+    let released = a.release(&held, false);
+    proxy.hold(false);
+    assert!(released.unwrap(), "released");
+    assert!(metrics::get(Counter::WaitShortfalls) > shortfalls);
+    assert!(!exists(&mut master.conn(), "lock:{wait_stalls}"));
 }

@@ -628,8 +628,8 @@ fn no_key_is_left_without_an_expiry() {
     assert_every_key_expires(&server, "a session request waiting");
     store.write(&mut first, b"a|i:1;", SEC * 60).unwrap();
     let mut second = second.join().unwrap().unwrap();
-    store.destroy(&mut second).unwrap();
-    store.delete("expiring2").unwrap();
+    store.destroy(&mut second, None).unwrap();
+    store.delete("expiring2", None).unwrap();
     assert_every_key_expires(&server, "sessions written and destroyed");
 }
 

@@ -544,6 +544,7 @@ fn writer(downgrade: bool) -> Program {
         downgrade,
         retry: false,
         retry_alone: false,
+        detach: false,
     }
 }
 
@@ -655,6 +656,7 @@ fn downgrade_retried_as_acquire() -> Config {
             downgrade: true,
             retry: false,
             retry_alone: true,
+            detach: false,
         },
     ];
     config.crashes = 0;
@@ -726,6 +728,7 @@ fn retried_conversions(failover: Failover) -> Config {
             downgrade: false,
             retry: false,
             retry_alone: false,
+            detach: false,
         },
     ];
     config
@@ -811,6 +814,7 @@ fn retried_downgrades(failover: Failover) -> Config {
             downgrade: true,
             retry: true,
             retry_alone: false,
+            detach: false,
         },
     ];
     config
@@ -1095,6 +1099,27 @@ fn reverted_g_a_restored_read_token_taken_for_the_lock_alone_gives_a_writer_besi
     config.fixes.restore_verifies = false;
     let checker = check("(g) restore without asking", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
+}
+
+/// A writer detaches its token; another client restores it and calls
+/// synchronized() on it, while a reader reads: the restored hold is relied on
+/// only once Redis says it holds the lock alone (its lease may have run out,
+/// and the reader come in, meanwhile).
+fn moved_write_tokens() -> Config {
+    let mut config = read_write();
+    let mut detaching = writer(false);
+    if let Program::Writer { detach, .. } = &mut detaching {
+        *detach = true;
+    }
+    config.clients = vec![detaching, reader(false, false), Program::Restorer];
+    config.horizon = if deep() { 5 } else { 4 };
+    config
+}
+
+#[test]
+fn a_restored_write_token_is_relied_on_only_while_it_holds_alone() {
+    let checker = check("moved write tokens", moved_write_tokens(), None);
+    assert_holds(&*checker, &RW_PROPERTIES, &["a restored hold relied on"]);
 }
 
 /// Waiters that may stall past their lease: their wait (3) outlasts the ttl

@@ -422,7 +422,7 @@ fn touch_destroy_exists_and_new_ids() {
     assert!(!s.exists("nope").unwrap());
     assert!(!s.exists("bad id!").unwrap());
     let (mut c, _) = s.open("t1").unwrap();
-    assert_eq!(s.destroy(&mut c).unwrap(), Saved::Yes);
+    assert_eq!(s.destroy(&mut c, None).unwrap(), Saved::Yes);
     assert!(!s.exists("t1").unwrap());
     assert_eq!(get(&server, "{app:t1}:lock"), None);
     let id = s.create_id(32, 5).unwrap();
@@ -569,7 +569,7 @@ fn a_save_after_a_logout_is_told_revoked_not_lost() {
     let logout = store(&server, config.clone());
     let (mut held, _) = s.open("rvk").unwrap();
     let token = hold_of(&held).token;
-    logout.delete("rvk").unwrap();
+    logout.delete("rvk", None).unwrap();
     let revoked = "{PHPREDIS_SESSION:rvk}:lock:revoked";
     let pttl = support::pttl(&server, revoked);
     assert!(pttl > 3_000_000, "kept past a long request: {pttl}");
@@ -618,7 +618,7 @@ fn a_save_after_a_logout_is_told_revoked_not_lost() {
         !exists(&mut raw, "{PHPREDIS_SESSION:rvk2}:lock")
     });
     let (_other, _) = s.open("rvk2").unwrap();
-    logout.delete("rvk2").unwrap();
+    logout.delete("rvk2", None).unwrap();
     assert_eq!(
         short.write(&mut late, b"late|i:1;", SEC * 60).unwrap(),
         Saved::LeaseLost
@@ -642,7 +642,7 @@ fn a_logout_deletes_a_lock_key_of_another_type() {
         .query(&mut raw)
         .unwrap();
     store(&server, SessionConfig::default())
-        .delete("rvt")
+        .delete("rvt", None)
         .unwrap();
     assert!(!exists(&mut raw, lock));
     assert!(!exists(&mut raw, "PHPREDIS_SESSION:rvt"));
@@ -664,7 +664,7 @@ fn the_watchdog_tells_a_revoked_hold_from_a_lost_one() {
     let s = store(&server, config.clone());
     let (mut held, _) = s.open("rvw").unwrap();
     let hold = hold_of(&held);
-    store(&server, config).delete("rvw").unwrap();
+    store(&server, config).delete("rvw", None).unwrap();
     await_until(SEC * 10, "the watchdog to renew it", || hold.lost());
     assert!(hold.revoked(), "revoked, not lost");
     assert_eq!(
@@ -774,6 +774,66 @@ fn a_revocation_run_twice_revokes_only_once() {
         Some("saved|i:2;"),
         "the write saved since is kept"
     );
+}
+
+/// A read-only request's destroy (session_regenerate_id(true) after a login)
+/// says whether the session still held what the request read: the fresh id
+/// then carries that state only if no logout (or save) came between. Sent again
+/// after a lost reply, the revocation answers as its first run did (the data is
+/// gone by then, its own doing).
+#[test]
+fn a_read_only_destroy_says_whether_the_session_held_what_was_read() {
+    use redis_lease::core::scripts::SESSION_REVOKE;
+    let server = RedisServer::start();
+    let readonly = SessionConfig {
+        lock_wait: Duration::from_millis(100),
+        on_lock_timeout: OnLockTimeout::Readonly,
+        ..SessionConfig::default()
+    };
+    let holder = store(&server, SessionConfig::default());
+    let ro = store(&server, readonly);
+    for changed in [false, true] {
+        let id = if changed { "rochanged" } else { "rosame" };
+        let (mut h, _) = holder.open(id).unwrap();
+        holder.write(&mut h, b"v1", SEC * 60).unwrap();
+        let (mut h, _) = holder.open(id).unwrap();
+        let (mut r, data) = ro.open(id).unwrap();
+        assert_eq!(data.as_deref(), Some(&b"v1"[..]));
+        if changed {
+            assert_eq!(holder.write(&mut h, b"v2", SEC * 60).unwrap(), Saved::Yes);
+        }
+        let told = ro.destroy(&mut r, Some(b"v1")).unwrap();
+        assert_eq!(told, if changed { Saved::Changed } else { Saved::Yes });
+        assert_eq!(get(&server, &format!("PHPREDIS_SESSION:{id}")), None);
+    }
+
+    let mut c = server.conn();
+    let (data, lock) = ("PHPREDIS_SESSION:ro", "{PHPREDIS_SESSION:ro}:lock");
+    let (waiters, terms, ousted) = (
+        format!("{lock}:waiters"),
+        format!("{lock}:terms"),
+        format!("{lock}:revoked"),
+    );
+    let run = |c: &mut redis::Connection, marker: &str, read: &str| -> i64 {
+        SESSION_REVOKE
+            .key(data)
+            .key(lock)
+            .key(&waiters)
+            .key(&terms)
+            .key(marker)
+            .key(&ousted)
+            .arg(5000)
+            .arg(60_000)
+            .arg(read)
+            .invoke(c)
+            .unwrap()
+    };
+    for (read, first, again) in [("x", 1, 2), ("y", -1, -2)] {
+        let _: () = redis::cmd("SET").arg(data).arg("x").query(&mut c).unwrap();
+        let marker = format!("{lock}:revoked:{read}");
+        assert_eq!(run(&mut c, &marker, read), first, "read {read}");
+        assert_eq!(run(&mut c, &marker, read), again, "read {read}, sent again");
+    }
 }
 
 fn get_bytes(server: &RedisServer, key: &str) -> Option<Vec<u8>> {
@@ -904,7 +964,7 @@ fn a_put_run_again_never_undoes_what_came_in_between() {
     let s = store(&server, SessionConfig::default());
     let (mut session, seen) = s.open("pt").unwrap();
     assert_eq!(seen.as_deref(), Some(&b"user|i:1;"[..]));
-    assert_eq!(s.destroy(&mut session).unwrap(), Saved::Yes);
+    assert_eq!(s.destroy(&mut session, None).unwrap(), Saved::Yes);
     assert_eq!(get(&server, data), None, "destroyed");
     // The first write's reply was lost: it is sent again.
     assert_eq!(put(&mut c, &marker), 1, "answered as the first run");

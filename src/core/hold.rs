@@ -22,6 +22,10 @@ use crate::core::dsn::Wait;
 use crate::core::metrics::{self, Counter, Timing};
 use crate::core::token::Token;
 
+/// The suffix of a session's lock key that names the set of tokens a logout
+/// revoked (see session_revoke.lua).
+pub(crate) const REVOKED_SET: &[u8] = b":revoked";
+
 /// How much earlier than the lease we assume it may end, to cover the clock
 /// difference between this host and Redis (Redlock's drift allowance).
 fn drift(ttl: Duration) -> Duration {
@@ -101,6 +105,12 @@ impl Hold {
         self.watch
             .as_deref()
             .filter(|w| w.pid == crate::core::pid::current())
+    }
+
+    /// The Sentinel generation of the master the hold is last known to be on,
+    /// when the watchdog looks after it (every hold on a Sentinel endpoint).
+    pub(crate) fn known_generation(&self) -> Option<u64> {
+        self.own_watch().map(Watch::generation)
     }
 
     /// Until when, by our clock, nobody else can have this lease.
@@ -357,7 +367,7 @@ impl Watch {
 
     /// A session's tokens a logout revoked (`LeaseKeys::revoked_parts`).
     pub(crate) fn revoked_set(&self) -> Vec<u8> {
-        [&self.key[..], b":revoked"].concat()
+        [&self.key[..], REVOKED_SET].concat()
     }
 
     fn end_as(&self, state: u8) {

@@ -15,6 +15,7 @@
 //! command may have reached Redis, the engine asks on a fresh connection what our
 //! token holds (and voids it if nothing, so a late arrival takes nothing).
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ use redis::{ErrorKind, FromRedisValue, Value};
 use crate::core::dsn::Endpoint;
 use crate::core::error::{passing_code, Error, Result};
 pub use crate::core::hold::Hold;
-use crate::core::hold::{millis, Kind};
+use crate::core::hold::{millis, Kind, REVOKED_SET};
 use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pending::{self, Leftover};
 use crate::core::pool::{self, connection_error, Conn};
@@ -177,7 +178,7 @@ impl LeaseKeys {
     /// The tokens of session holds a logout revoked (see session_revoke.lua), in
     /// parts (for `Invocation::key_of`).
     pub fn revoked_parts(&self) -> [&[u8]; 2] {
-        [self.lock(), b":revoked"]
+        [self.lock(), REVOKED_SET]
     }
 
     /// A short-lived marker `<lock>:<what>:<token>`, in the lock's slot.
@@ -1042,6 +1043,22 @@ impl Lease {
         }
     }
 
+    /// Writes a marker of `token` (in the lease's slot; nothing reads it) on
+    /// `c`, for a WAIT after it to count.
+    pub(crate) fn set_marker(
+        &self,
+        c: &mut Conn,
+        what: &[u8],
+        token: &Token,
+    ) -> redis::RedisResult<()> {
+        redis::cmd("SET")
+            .arg(self.keys.marker(what, token))
+            .arg(1)
+            .arg("PX")
+            .arg(millis(marker_ttl(&self.endpoint)))
+            .query(&mut c.inner)
+    }
+
     /// session_save.lua's invocation for `op`.
     pub(crate) fn save_script<'a>(
         &'a self,
@@ -1080,36 +1097,10 @@ impl Lease {
     /// still be ours on Redis: it is released all the same, and handed on.
     pub fn release(&self, hold: &Hold, maybe_done: bool) -> Result<bool> {
         hold.stop_watch();
-        // A release that a failover loses only delays the next holder (its lease
-        // ends by itself): a WAIT shortfall is counted, not reported.
-        let run = |c: &mut Conn| {
-            let n = self.unlock(c, &hold.token)?;
-            let acks = self.wait_replicas(c, n == 1)?;
-            let _ = self.replicated(acks, "The lock was released");
-            Ok(n)
-        };
-        // 2: a session's hold a logout revoked, not ours to have released.
-        let (n, maybe_done) = match self.call(run) {
-            Ok(n) => (n, maybe_done),
-            Err(Failure::TimedOut(e)) => return Err(unresolved(&e, hold.token.clone())),
-            Err(Failure::Broken(_)) => {
-                metrics::incr(Counter::Retries);
-                let again = match self.call(run) {
-                    Ok(n) => n,
-                    // The first release may have run: say so, for the next release().
-                    Err(f) => return Err(unresolved(&f.into_error(), hold.token.clone())),
-                };
-                metrics::incr(Counter::UncertainResolved);
-                // Not ours any more: either our first release ran, or the lease ran
-                // out. While it cannot have run out yet, only our release explains it.
-                (again, true)
-            }
-            Err(f) => return Err(f.into_error()),
-        };
-        let released = n == 1 || (n == 0 && maybe_done && Instant::now() < hold.safe_until());
-        let session = self.keys.data.is_some();
-        if session {
-            hold.count_session_end(if released { 1 } else { n });
+        let n = self.unlock_hold(hold, maybe_done)?;
+        let released = n == 1;
+        if self.keys.data.is_some() {
+            hold.count_session_end(n);
         } else if released {
             metrics::incr(Counter::LockReleased);
             metrics::observe(Timing::LockHold, hold.acquired_at.elapsed());
@@ -1155,32 +1146,80 @@ impl Lease {
         self.call_idempotent(|c| self.unlock(c, token))
     }
 
-    /// Unlocks `hold`, answering as `unlock` does. Run again after a broken
-    /// link, a 0 while the lease cannot have run out yet means the first run
-    /// freed it (1), as in [`Lease::release`], whose WAIT it shares: a
-    /// shortfall is counted, not reported.
-    pub(crate) fn unlock_hold(&self, hold: &Hold) -> Result<i64> {
-        // A 0 from a master learned of since says a failover lost the lock,
-        // not that our first run freed it.
-        let generation = sentinel::generation(&self.endpoint);
-        let run = |c: &mut Conn| {
+    /// Unlocks `hold`, answering as `unlock` does (2: a session's hold a logout
+    /// revoked), uncounted; `maybe_done` as for [`Lease::release`]. Run again
+    /// after a broken link, a 0 while the lease cannot have run out yet means the
+    /// first run freed it (1). A WAIT shortfall is counted, not reported: an
+    /// unlock a failover loses only delays the next holder (its lease ends by
+    /// itself). One that times out is `Error::Unresolved`.
+    pub(crate) fn unlock_hold(&self, hold: &Hold, maybe_done: bool) -> Result<i64> {
+        // A 0 from a master learned of since the hold was last known to be on
+        // one says a failover lost the lock, not that our first run freed it.
+        let generation = hold
+            .known_generation()
+            .unwrap_or_else(|| sentinel::generation(&self.endpoint));
+        let answered = Cell::new(None);
+        let run = |c: &mut Conn, again: bool| {
+            answered.set(None);
             let n = self.unlock(c, &hold.token)?;
-            let acks = self.wait_replicas(c, n == 1)?;
-            let _ = self.replicated(acks, "The session was unlocked");
+            // Run again and found nothing of ours: the first run, whose link
+            // broke before its WAIT, may have freed it. A marker written on this
+            // link is what WAIT counts then (the replication stream is in order),
+            // or a failover could bring the lock back. (A full Redis refusing
+            // the marker leaves that unconfirmed, as before.)
+            let marked = again && n == 0 && self.endpoint.wait.is_some() && {
+                match self.set_marker(c, b"unlocked", &hold.token) {
+                    Ok(()) => true,
+                    Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+                        false
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            // From here only the WAIT is left: the unlock's answer stands.
+            answered.set(Some(n));
+            let acks = self.wait_replicas(c, n == 1 || marked)?;
+            let _ = self.replicated(acks, "The lock was released");
             Ok(n)
         };
-        match self.call(run) {
+        // An unlock answered whose WAIT then got no answer in time (a master
+        // stalled past the wait): the unlock's answer stands, its replication
+        // unconfirmed, as a shortfall. (The link is dropped, as after any
+        // failure.) A broken link is asked again, as ever, and so is a master
+        // replaced meanwhile: the unlock is settled on the new one.
+        let call = |again: bool| {
+            answered.set(None);
+            match self.call(|c| run(c, again)) {
+                Err(Failure::TimedOut(e)) if answered.get().is_some() => {
+                    if self.switched_since(generation) {
+                        return Err(Failure::Broken(e));
+                    }
+                    metrics::incr(Counter::WaitShortfalls);
+                    Ok(answered.get().unwrap_or_default())
+                }
+                other => other,
+            }
+        };
+        let (n, maybe_done) = match call(false) {
+            Ok(n) => (n, maybe_done),
+            Err(Failure::TimedOut(e)) => return Err(unknown(&e, hold.token.clone(), "released")),
             Err(Failure::Broken(_)) => {
                 metrics::incr(Counter::Retries);
-                let n = self.call(run).map_err(Failure::into_error)?;
+                let again = match call(true) {
+                    Ok(n) => n,
+                    // The first unlock may have run: say so, for the next release().
+                    Err(f) => return Err(unknown(&f.into_error(), hold.token.clone(), "released")),
+                };
                 metrics::incr(Counter::UncertainResolved);
-                let freed = n == 0
-                    && Instant::now() < hold.safe_until()
-                    && !self.switched_since(generation);
-                Ok(if freed { 1 } else { n })
+                (again, true)
             }
-            other => other.map_err(Failure::into_error),
-        }
+            Err(f) => return Err(f.into_error()),
+        };
+        let freed = n == 0
+            && maybe_done
+            && Instant::now() < hold.safe_until()
+            && !self.switched_since(generation);
+        Ok(if freed { 1 } else { n })
     }
 
     /// Gives up on `token`, whose state is unknown: frees the lease if it holds it,
@@ -1602,6 +1641,12 @@ fn auth_hint(e: &redis::RedisError) -> &'static str {
 /// An acquire whose outcome Redis could not confirm: the token lets the caller
 /// check later.
 pub(crate) fn unresolved(e: &Error, token: Token) -> Error {
+    unknown(e, token, "taken")
+}
+
+/// An error after which whether `token`'s lock was `what` (taken, released)
+/// is unknown: `Error::Unresolved`.
+fn unknown(e: &Error, token: Token, what: &str) -> Error {
     if let Error::Unresolved { .. } = e {
         return Error::Unresolved {
             message: e.to_string(),
@@ -1609,7 +1654,7 @@ pub(crate) fn unresolved(e: &Error, token: Token) -> Error {
         };
     }
     Error::Unresolved {
-        message: format!("{e}; whether the lock was taken is unknown until Redis answers again"),
+        message: format!("{e}; whether the lock was {what} is unknown until Redis answers again"),
         token,
     }
 }

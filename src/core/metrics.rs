@@ -44,7 +44,7 @@ named!(Counter {
     SessionRevoked => "session_revoked", "Session writes or unlocks refused because a logout (a destroy by another request) revoked the request's lock: the session stays destroyed.";
     SessionReadonly => "session_readonly", "Sessions opened read-only (on_lock_timeout = readonly) after the lock wait ran out, or when max_waiters requests already waited.";
     SessionUndecodable => "session_undecodable", "Sessions whose stored data could not be read (not the configured compression's, nor a serialized session; or inflating past the bound): left as stored, seen empty, not written over.";
-    SessionWriteConflicts => "session_write_conflicts", "Writes of a session the request did not hold refused: another request held its lock, or had saved it since this request's own save.";
+    SessionWriteConflicts => "session_write_conflicts", "Writes of a session the request did not hold refused: another request held its lock, or had saved it since this request's own save; or a read-only request's fresh id (a regenerate) left unwritten because the session it read changed since (a logout).";
     Wakeups => "wakeups", "Waiters woken by a release that handed them the lock.";
     GrantsLapsed => "grants_lapsed", "Locks and sessions handed to a waiter that ran out before the waiter extended them for wait_replicas (a stalled process): never counted on, the waiter asked again.";
     Connects => "connects", "Connections opened to Redis.";

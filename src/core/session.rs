@@ -286,6 +286,9 @@ pub enum Saved {
     Revoked,
     /// Readonly mode (the lock wait ran out): the write was discarded.
     Discarded,
+    /// Readonly mode: destroyed, but another request had changed (or
+    /// destroyed) the session since this request read it.
+    Changed,
 }
 
 /// How long the token of a hold a logout revoked is kept, so that the revoked
@@ -578,12 +581,14 @@ impl SessionStore {
 
     /// Deletes the session's data and unlocks. In readonly mode (another request
     /// holds the lock) it deletes the data and revokes that request's lease, so
-    /// the session cannot be written back: a logout always takes effect.
-    pub fn destroy(&self, s: &mut Session) -> Result<Saved> {
+    /// the session cannot be written back: a logout always takes effect. There,
+    /// `read` is the data the request read (stored form), if any:
+    /// `Saved::Changed` says the session no longer held it.
+    pub fn destroy(&self, s: &mut Session, read: Option<&[u8]>) -> Result<Saved> {
         if matches!(s.mode, Mode::Readonly) {
-            self.revoke(&s.lease)?;
+            let same = self.revoke(&s.lease, read)?;
             s.mode = Mode::Done;
-            return Ok(Saved::Yes);
+            return Ok(if same { Saved::Yes } else { Saved::Changed });
         }
         self.save(s, "destroy", b"", Duration::ZERO)
     }
@@ -686,8 +691,7 @@ impl SessionStore {
                         // for WAIT to count; a marker does, and the replication
                         // stream is in order. (Not on a first run: a full Redis,
                         // noeviction, would refuse the marker, not the DEL.)
-                        let marker = s.lease.keys.marker(b"deleted", &Token::generate());
-                        self.set_marker(c, &marker)?;
+                        s.lease.set_marker(c, b"deleted", &Token::generate())?;
                     }
                     s.lease.wait_replicas(c, true)
                 })?;
@@ -765,26 +769,15 @@ impl SessionStore {
         hold: &Hold,
         absent: Option<&[u8]>,
     ) -> Result<Option<Option<i64>>> {
-        let marker = s.lease.keys.marker(b"saved", &hold.token);
         s.lease.call_idempotent(|c| {
             if let Some(key) = absent {
                 if redis::cmd("EXISTS").arg(key).query::<i64>(&mut c.inner)? == 1 {
                     return Ok(None);
                 }
             }
-            self.set_marker(c, &marker)?;
+            s.lease.set_marker(c, b"saved", &hold.token)?;
             s.lease.wait_replicas(c, true).map(Some)
         })
-    }
-
-    /// Writes `marker` on `c`, for a WAIT after it to count: nothing reads it.
-    fn set_marker(&self, c: &mut Conn, marker: &[u8]) -> redis::RedisResult<()> {
-        redis::cmd("SET")
-            .arg(marker)
-            .arg(1)
-            .arg("PX")
-            .arg(millis(self.marker_ttl()))
-            .query(&mut c.inner)
     }
 
     /// Unlocks without writing (session_abort(), read_and_close, close after a
@@ -796,7 +789,7 @@ impl SessionStore {
             return Ok(true);
         };
         unlocked(&hold);
-        match s.lease.unlock_hold(&hold) {
+        match s.lease.unlock_hold(&hold, false) {
             Ok(n) => {
                 hold.count_session_end(n);
                 s.revoked |= n == 2;
@@ -896,31 +889,46 @@ impl SessionStore {
 
     /// Destroys session `id`, which this request does not hold open: its data is
     /// deleted and any lease on it revoked (see `session_revoke.lua`).
-    pub fn delete(&self, id: &str) -> Result<()> {
+    /// With `read`, as for `destroy`: whether the session still held it.
+    pub fn delete(&self, id: &str, read: Option<&[u8]>) -> Result<bool> {
         check_id(id)?;
-        self.revoke(&self.lease(id))
+        self.revoke(&self.lease(id), read)
     }
 
-    fn revoke(&self, lease: &Lease) -> Result<()> {
+    /// Deletes a session's data and revokes any lease on it. With `read` (the
+    /// data a read-only request read, stored form): whether the session still
+    /// held it when deleted.
+    fn revoke(&self, lease: &Lease, read: Option<&[u8]>) -> Result<bool> {
         // One marker per revocation, so that running it again (after a lost reply)
         // does not revoke the next holder as well.
         let nonce = Token::generate();
-        let acks = lease.call_idempotent(|c| {
-            scripts::SESSION_REVOKE
-                .key(lease.keys.data.as_deref().unwrap_or_default())
+        let (n, acks) = lease.call_idempotent(|c| {
+            let mut script =
+                scripts::SESSION_REVOKE.key(lease.keys.data.as_deref().unwrap_or_default());
+            script
                 .key(lease.keys.lock())
                 .key(lease.keys.waiters())
                 .key(lease.keys.terms())
                 .key(lease.keys.marker(b"revoked", &nonce))
                 .key_of(&lease.keys.revoked_parts())
                 .arg(millis(self.marker_ttl()))
-                .arg(millis(REVOKED_KEPT))
-                .call::<i64>(&mut *c.inner)?;
+                .arg(millis(REVOKED_KEPT));
+            if let Some(read) = read {
+                script.arg(read);
+            }
+            let n = script.call::<i64>(&mut *c.inner)?;
             // A logout a failover could undo (the data back, the revoked
             // holder's save accepted) is not reported done.
-            lease.wait_replicas(c, true)
+            Ok((n, lease.wait_replicas(c, true)?))
         })?;
-        lease.replicated(acks, "The session was destroyed")
+        lease.replicated(acks, "The session was destroyed")?;
+        Ok(n > 0)
+    }
+
+    /// Whether session `id` holds exactly `stored` (data in its stored form).
+    pub fn holds(&self, id: &str, stored: &[u8]) -> Result<bool> {
+        let lease = self.lease(id);
+        Ok(self.get(&lease)?.as_deref() == Some(stored))
     }
 
     /// A new session id of `length` characters of `bits` bits each (PHP's

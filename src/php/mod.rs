@@ -235,6 +235,30 @@ pub fn in_teardown() -> bool {
     flags & EG_FLAGS_IN_SHUTDOWN != 0
 }
 
+/// Whether this call comes from PHP's session_regenerate_id(), through whatever
+/// handler objects lie between: its read is of the fresh id the session moves to.
+pub fn in_regenerate() -> bool {
+    let globals = ext_php_rs::zend::ExecutorGlobals::get();
+    let mut frame = globals.current_execute_data;
+    // SAFETY: the engine's call stack, read on the thread that runs it; a frame
+    // and its function live while the frame is on the stack.
+    while let Some(f) = unsafe { frame.as_ref() } {
+        if let Some(func) = unsafe { f.func.as_ref() } {
+            let common = unsafe { func.common };
+            let internal = u32::from(common.type_) == ext_php_rs::ffi::ZEND_INTERNAL_FUNCTION;
+            if internal && common.scope.is_null() {
+                if let Some(name) = unsafe { common.function_name.as_ref() } {
+                    if name.as_bytes() == b"session_regenerate_id" {
+                        return true;
+                    }
+                }
+            }
+        }
+        frame = f.prev_execute_data;
+    }
+    false
+}
+
 /// RSHUTDOWN: leases still held by this request are released here; the pool's
 /// connections stay open for the worker's next request, and the watchdog closes
 /// them once idle (not in the CLI, whose process ends next).

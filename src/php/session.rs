@@ -160,6 +160,9 @@ enum Seen {
     Revoked,
     /// Its stored data could not be read: it is not written over.
     Kept,
+    /// A fresh id the request moved to, left unwritten (`Handler::origin`):
+    /// not written later either.
+    Refused,
 }
 
 /// The warning for a write of a session a logout revoked (`Saved::Revoked`).
@@ -167,6 +170,23 @@ fn revoked_message(id: &str, what: &str) -> String {
     format!(
         "session {} was not {what}: another request destroyed it (a logout) while this request \
          held its lock; it stays destroyed",
+        short_id(id)
+    )
+}
+
+/// The warning for a write refused because this request's lock expired: on
+/// session `id` itself, or on session `old`, whose data a fresh id would carry.
+fn expired_message(id: &str, what: &str, old: Option<&str>, lock_ttl: f64) -> String {
+    let (on, outcome) = match old {
+        None => (String::new(), "its data was kept"),
+        Some(old) => (
+            format!(" on session {}", short_id(old)),
+            "its data is not carried to a new id",
+        ),
+    };
+    format!(
+        "session {} was not {what}: this request's lock{on} expired (lock_ttl {lock_ttl:.3} s) \
+         before the request let it go, and another request may have changed it since; {outcome}",
         short_id(id)
     )
 }
@@ -202,6 +222,38 @@ pub struct Handler {
     /// has in memory came from it, so no fresh id is written from it (Laravel's
     /// migrate() would carry a logged-out or stale state to a new id).
     lost: Option<(String, Lost)>,
+    /// The session read read-only with data in it, whose state this request
+    /// has in memory (a fresh id it moves to carries it).
+    origin: Option<Origin>,
+}
+
+/// A session this request read read-only (another request held its lock) and
+/// found data in: what the request has in memory came from it. A fresh id it
+/// moves to (session_regenerate_id(), Laravel's and Symfony's migrate()) is
+/// written with that only while the session still holds what was read: a
+/// logout (or any save) by the holder meanwhile would be undone under the new
+/// id. That is the moment the request's state is taken to have moved: the
+/// fresh id is seen by no one else before its cookie is sent.
+struct Origin {
+    id: String,
+    /// The data read, in its stored form.
+    stored: Vec<u8>,
+    /// This request destroyed the session (session_regenerate_id(true),
+    /// migrate(true)): whether it still held what was read then.
+    destroyed: Option<bool>,
+}
+
+impl Origin {
+    /// What a read of session `id` that found `data` leaves in memory: an
+    /// origin when it was read read-only.
+    fn of(id: &str, s: &Session, data: Option<&Vec<u8>>) -> Option<Origin> {
+        let readonly = matches!(s.mode, Mode::Readonly) && s.kept.is_none();
+        data.filter(|_| readonly).map(|d| Origin {
+            id: id.to_string(),
+            stored: s.stored.clone().unwrap_or_else(|| d.clone()),
+            destroyed: None,
+        })
+    }
 }
 
 /// How a request lost a session it held (`Handler::lost`).
@@ -225,6 +277,7 @@ impl Handler {
             seen: Vec::new(),
             readonly: false,
             lost: None,
+            origin: None,
         }
     }
 
@@ -303,10 +356,14 @@ impl Handler {
             .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
         {
             return match self.store.reread(s) {
-                Ok(data) => Out {
-                    value: Some(data.unwrap_or_default()),
-                    warning: s.kept.as_ref().map(kept_warning),
-                },
+                Ok(data) => {
+                    // What the request has in memory now.
+                    self.origin = Origin::of(id, s, data.as_ref());
+                    Out {
+                        value: Some(data.unwrap_or_default()),
+                        warning: s.kept.as_ref().map(kept_warning),
+                    }
+                }
                 Err(e) => Out::warn(
                     None,
                     format!("session {} could not be read again: {e}", short_id(id)),
@@ -317,6 +374,9 @@ impl Handler {
         // What the request holds from now on is this session's (a worker that
         // serves many requests, as Octane's, keeps one handler).
         self.lost = None;
+        // Except when session_regenerate_id() reads the fresh id it moves to:
+        // the request's state is still the origin's.
+        let carried = self.origin.take().filter(|_| crate::php::in_regenerate());
         let result = match self.store.open(id) {
             Ok((session, data)) => {
                 match &session.kept {
@@ -330,6 +390,8 @@ impl Handler {
                 // isReadOnly() / RedisLease\session_is_readonly(): no warning
                 // (frameworks turn warnings into errors).
                 self.readonly = matches!(session.mode, Mode::Readonly);
+                // (What regenerate's read finds, PHP drops: $_SESSION stays.)
+                self.origin = carried.or_else(|| Origin::of(id, &session, data.as_ref()));
                 self.session = Some(session);
                 Some(data.unwrap_or_default())
             }
@@ -351,22 +413,31 @@ impl Handler {
         }
         match result {
             Ok(Saved::Yes) => Out::ok(true),
-            Ok(Saved::LeaseLost) => Out::warn(
-                false,
-                format!(
-                    "session {} was not {what}: this request's lock expired (lock_ttl {lock_ttl:.3} s) \
-                     and another request may have changed the session since; its data was kept",
-                    short_id(id)
-                ),
-            ),
+            Ok(Saved::LeaseLost) => Out::warn(false, expired_message(id, what, None, lock_ttl)),
             // A logout by another request revoked our lock. Refused, not
             // dropped quietly: a success would let session_regenerate_id() go
             // on and write the logged-in session under a new id.
             Ok(Saved::Revoked) => Out::warn(false, revoked_message(id, what)),
             // Read-only (on_lock_timeout = readonly): a configured outcome.
-            Ok(Saved::Discarded) => Out::ok(true),
+            Ok(Saved::Discarded | Saved::Changed) => Out::ok(true),
             // The message after the colon says whether Redis refused or did not answer.
-            Err(e) => Out::warn(false, format!("session {} was not {what}: {e}", short_id(id))),
+            Err(e) => Out::warn(
+                false,
+                format!("session {} was not {what}: {e}", short_id(id)),
+            ),
+        }
+    }
+
+    /// Whether what this request has in memory must not be written under `id`,
+    /// a fresh id it moved to: it came from a session read read-only that has
+    /// changed since (`Origin`).
+    fn carried_stale(&self, id: &str) -> Result<bool> {
+        let Some(o) = self.origin.as_ref().filter(|o| o.id != id) else {
+            return Ok(false);
+        };
+        match o.destroyed {
+            Some(same) => Ok(!same),
+            None => Ok(!self.store.holds(&o.id, &o.stored)?),
         }
     }
 
@@ -375,6 +446,29 @@ impl Handler {
             return Out::ok(true);
         }
         let ttl = self.ttl(max_lifetime);
+        let open = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.id == id && !matches!(s.mode, Mode::Done));
+        if open {
+            let stale = self.carried_stale(id);
+            if !matches!(stale, Ok(false)) {
+                // The fresh id stays unwritten, its lock freed now: quietly, as
+                // the request's other writes (true: PHP would warn of a false).
+                let warning = stale
+                    .err()
+                    .map(|e| format!("session {} was not written: {e}", short_id(id)));
+                if warning.is_none() {
+                    metrics::incr(Counter::SessionWriteConflicts);
+                    self.saw(id, Seen::Refused);
+                }
+                let closed = self.close();
+                return Out {
+                    value: warning.is_none() && closed.value,
+                    warning: warning.or(closed.warning),
+                };
+            }
+        }
         let store = &self.store;
         let stored = store.packed(data);
         let result = match &mut self.session {
@@ -419,7 +513,7 @@ impl Handler {
             Some(Seen::Data(None, _)) => Expect::Absent,
             // Data it could not read (it saw an empty session): kept as it is.
             // Logged out meanwhile: not written back (see `saved`).
-            Some(Seen::Kept | Seen::Revoked) => return Out::ok(true),
+            Some(Seen::Kept | Seen::Revoked | Seen::Refused) => return Out::ok(true),
             Some(Seen::Destroyed) => {
                 return Out::warn(
                     false,
@@ -444,20 +538,23 @@ impl Handler {
                     // which is what the logout asked for.
                     Some((_, Lost::Revoked)) => return Out::ok(false),
                     Some((old, Lost::Expired)) => {
-                        return Out::warn(
-                            false,
-                            format!(
-                                "session {} was not written: this request's lock on session {} \
-                                 expired (lock_ttl {:.3} s) before the request let it go, and \
-                                 another request may have changed it since; its data is not \
-                                 carried to a new id",
-                                short_id(id),
-                                short_id(old),
-                                self.store.config.lock_ttl.as_secs_f64()
-                            ),
-                        )
+                        let lock_ttl = self.store.config.lock_ttl.as_secs_f64();
+                        let warning = expired_message(id, "written", Some(old), lock_ttl);
+                        return Out::warn(false, warning);
                     }
                     None => {}
+                }
+                match self.carried_stale(id) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        metrics::incr(Counter::SessionWriteConflicts);
+                        self.saw(id, Seen::Refused);
+                        return Out::ok(false);
+                    }
+                    Err(e) => {
+                        let warning = format!("session {} was not written: {e}", short_id(id));
+                        return Out::warn(false, warning);
+                    }
                 }
                 Expect::Any
             }
@@ -566,21 +663,37 @@ impl Handler {
         }
         self.saw(id, Seen::Destroyed);
         let store = &self.store;
+        let read = self
+            .origin
+            .as_ref()
+            .filter(|o| o.id == id)
+            .map(|o| o.stored.as_slice());
         if let Some(s) = self
             .session
             .as_mut()
             .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
         {
-            let result = store.destroy(s);
+            let result = store.destroy(s, read);
+            self.origin_destroyed(id, result.as_ref().ok().map(|r| *r != Saved::Changed));
             return self.saved(id, "destroyed", result);
         }
         // Not ours to lock (e.g. an old id): delete it outright.
-        match self.store.delete(id) {
-            Ok(()) => Out::ok(true),
+        let result = store.delete(id, read);
+        self.origin_destroyed(id, result.as_ref().ok().copied());
+        match result {
+            Ok(_) => Out::ok(true),
             Err(e) => Out::warn(
                 false,
                 format!("destroying session {} failed: {e}", short_id(id)),
             ),
+        }
+    }
+
+    /// Notes this request's destroy of session `id`: if it is the origin, whether
+    /// it still held what was read (`None`: unknown, asked again at the write).
+    fn origin_destroyed(&mut self, id: &str, same: Option<bool>) {
+        if let Some(o) = self.origin.as_mut().filter(|o| o.id == id) {
+            o.destroyed = same;
         }
     }
 
@@ -963,12 +1076,11 @@ unsafe extern "C" fn ps_open(
         }
         match build_store(&dsn, &[]) {
             Ok(store) => {
+                let mut h = Handler::new(store, dsn, Form::Native);
+                h.origin = NATIVE_ORIGIN.take().filter(|_| crate::php::in_regenerate());
                 // ext/session calls write and close only when mod_data is set.
                 // SAFETY: as above.
-                unsafe {
-                    *mod_data =
-                        Box::into_raw(Box::new(Handler::new(store, dsn, Form::Native))).cast()
-                };
+                unsafe { *mod_data = Box::into_raw(Box::new(h)).cast() };
                 SUCCESS
             }
             Err(e) => {
@@ -989,6 +1101,9 @@ unsafe extern "C" fn ps_close(mod_data: ModData) -> c_int {
         // SAFETY: the Box leaked by ps_open; reclaimed once, then the slot is cleared.
         let mut h = unsafe { Box::from_raw((*mod_data).cast::<Handler>()) };
         unsafe { *mod_data = std::ptr::null_mut() };
+        // session_regenerate_id() closes and opens the handler before it reads
+        // the fresh id: the handler it opens keeps the origin.
+        NATIVE_ORIGIN.set(h.origin.take().filter(|_| crate::php::in_regenerate()));
         status(h.close().emit())
     })
 }
@@ -997,6 +1112,9 @@ thread_local! {
     /// Whether the native handler's last read in this request opened its
     /// session read-only (for `RedisLease\session_is_readonly()`).
     static NATIVE_READONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The origin (`Handler::origin`) of the native handler that
+    /// session_regenerate_id() closed, for the one it opens.
+    static NATIVE_ORIGIN: std::cell::Cell<Option<Origin>> = const { std::cell::Cell::new(None) };
 }
 
 /// Whether the session the native handler read last in this request was opened
@@ -1008,6 +1126,7 @@ pub fn native_readonly() -> bool {
 /// Clears what the last request's native session left (RSHUTDOWN).
 pub fn end_request() {
     NATIVE_READONLY.set(false);
+    NATIVE_ORIGIN.set(None);
 }
 
 unsafe extern "C" fn ps_read(

@@ -29,7 +29,7 @@ pub enum Program {
         retry: bool,
     },
     /// `acquire()`, hold, maybe a downgrade (`acquireRead()` on the write
-    /// hold), release.
+    /// hold) or a `detach()`, release.
     Writer {
         acquires: u8,
         downgrade: bool,
@@ -37,6 +37,8 @@ pub enum Program {
         retry: bool,
         /// After a downgrade that threw, acquire() once more.
         retry_alone: bool,
+        /// `detach()` the write hold (the token left for a `Restorer`).
+        detach: bool,
     },
     /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
     /// once (with a wait), hold, release.

@@ -80,12 +80,19 @@ impl System {
                     downgrade,
                     retry,
                     retry_alone,
+                    detach,
                     ..
                 },
                 Pc::Held,
             ) => {
-                if downgrade && kind == Some(Kind::Alone) && client.refreshes < client.ops {
-                    ops.push(Op::Downgrade);
+                // One conversion (or detach) per hold.
+                if kind == Some(Kind::Alone) && client.refreshes < client.ops {
+                    if downgrade {
+                        ops.push(Op::Downgrade);
+                    }
+                    if detach {
+                        ops.push(Op::Detach);
+                    }
                 }
                 // The downgrade threw: acquireRead() once more.
                 if retry && kind == Some(Kind::Unknown) && client.refreshes == client.ops {

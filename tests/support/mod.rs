@@ -675,7 +675,8 @@ where
 /// A TCP proxy to a local port whose scripts and functions (FCALL, EVALSHA,
 /// EVAL), while held, wait (and are counted) until let through; everything
 /// else goes through (a BLPOP of a waiter whose nap ran out just before the
-/// hold, the ROLE of a new link).
+/// hold, the ROLE of a new link). It can also cut a link after a command ran
+/// (`cut_reply`).
 pub struct HoldingProxy {
     pub port: u16,
     gate: std::sync::Arc<(std::sync::Mutex<Gate>, std::sync::Condvar)>,
@@ -690,6 +691,12 @@ pub struct Gate {
     held: usize,
     /// The commands held so far.
     bytes: Vec<u8>,
+    /// The next command that contains this runs, and its link is cut before
+    /// its reply reaches the client.
+    cut: Option<Vec<u8>>,
+    /// What a hold holds: commands that contain this (`hold_command`), else
+    /// scripts.
+    only: Option<Vec<u8>>,
 }
 
 impl HoldingProxy {
@@ -708,8 +715,21 @@ impl HoldingProxy {
                 };
                 let (mut from_server, mut to_client) =
                     (server.try_clone().unwrap(), client.try_clone().unwrap());
+                // Set while the reply on its way is to be dropped, the link cut.
+                let swallow = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let swallowing = swallow.clone();
                 std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from_server, &mut to_client);
+                    use std::io::{Read, Write};
+                    use std::sync::atomic::Ordering;
+                    let mut buf = [0u8; 16384];
+                    while let Ok(n) = from_server.read(&mut buf) {
+                        if n == 0 || swallowing.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        if to_client.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
                     let _ = to_client.shutdown(std::net::Shutdown::Both);
                 });
                 let gate = shared.clone();
@@ -723,9 +743,20 @@ impl HoldingProxy {
                         }
                         let (lock, cv) = &*gate;
                         let mut state = lock.lock().unwrap();
-                        let script = [&b"FCALL"[..], b"EVALSHA", b"EVAL"]
-                            .iter()
-                            .any(|name| buf[..n].windows(name.len()).any(|w| w == *name));
+                        let script = match &state.only {
+                            Some(only) => buf[..n].windows(only.len()).any(|w| w == only),
+                            None => [&b"FCALL"[..], b"EVALSHA", b"EVAL"]
+                                .iter()
+                                .any(|name| buf[..n].windows(name.len()).any(|w| w == *name)),
+                        };
+                        let cut = state
+                            .cut
+                            .as_ref()
+                            .is_some_and(|c| buf[..n].windows(c.len()).any(|w| w == c));
+                        if cut {
+                            state.cut = None;
+                            swallow.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
                         if state.on && script && state.pass > 0 {
                             state.pass -= 1;
                         } else if state.on && script {
@@ -759,9 +790,30 @@ impl HoldingProxy {
         let mut gate = lock.lock().unwrap();
         gate.on = on;
         gate.pass = pass;
+        gate.only = None;
+        gate.cut = None;
         gate.held = 0;
         gate.bytes.clear();
         cv.notify_all();
+    }
+
+    /// Holds every command that contains `needle` (until `hold(false)`).
+    pub fn hold_command(&self, needle: &[u8]) {
+        let (lock, cv) = &*self.gate;
+        let mut gate = lock.lock().unwrap();
+        gate.on = true;
+        gate.pass = 0;
+        gate.held = 0;
+        gate.bytes.clear();
+        gate.only = Some(needle.to_vec());
+        cv.notify_all();
+    }
+
+    /// Lets the next command that contains `needle` run, and cuts its link
+    /// before its reply reaches the client (a reply lost after the write).
+    pub fn cut_reply(&self, needle: &[u8]) {
+        let (lock, _) = &*self.gate;
+        lock.lock().unwrap().cut = Some(needle.to_vec());
     }
 
     /// Whether the commands held (since `hold_after`) contain `needle`.

@@ -7,20 +7,31 @@
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] this
 -- revocation's marker, KEYS[6] the tokens of holds revoked (a set)
 -- ARGV[1] how long the marker lasts, in ms, ARGV[2] how long a revoked hold's
--- token is kept, in ms
--- Returns 1 when revoked now, 2 when this revocation's own earlier run did it.
+-- token is kept, in ms, ARGV[3] (optional) the data a read-only request read
+-- Returns 1 when revoked now, 2 when this revocation's own earlier run did it;
+-- negated when the data was no longer ARGV[3]. A read-only request that then
+-- moves to a fresh id (session_regenerate_id(true)) carries what it read: that
+-- is written only if the session still held it, so that a logout (or a save) by
+-- the holder in between is not undone under the new id. The marker keeps the
+-- answer for a run sent again.
 -- A revocation sent again (its reply was lost) must act neither on a lease taken
 -- since (the first run may have handed it on) nor on data saved since: every run
 -- leaves its marker, set after the DEL so that under maxmemory (a script that has
 -- written runs to its end) it is never the write refused. Found again, the marker
 -- is written again, so that a WAIT that follows covers the first run's writes
 -- (the replication stream keeps their order).
-if redis.call('EXISTS', KEYS[5]) == 1 then
+local first = redis.call('GET', KEYS[5])
+if first then
   redis.call('PEXPIRE', KEYS[5], ARGV[1])
-  return 2
+  return 2 * tonumber(first)
+end
+local same = 1
+-- (pcall: data of another type is not what was read.)
+if ARGV[3] and redis.pcall('GET', KEYS[1]) ~= ARGV[3] then
+  same = -1
 end
 redis.call('DEL', KEYS[1])
-redis.call('SET', KEYS[5], '1', 'PX', ARGV[1])
+redis.call('SET', KEYS[5], same, 'PX', ARGV[1])
 -- (pcall: a lock key of another type is deleted all the same, as ever.)
 local holder = redis.pcall('GET', KEYS[2])
 if redis.call('DEL', KEYS[2]) == 1 then
@@ -32,4 +43,4 @@ if redis.call('DEL', KEYS[2]) == 1 then
   end
   hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil, true)
 end
-return 1
+return same
