@@ -604,7 +604,7 @@ fn a_release_whose_wait_goes_unanswered_is_released_all_the_same() {
     let (master, _replica) = master_and_replica();
     let proxy = HoldingProxy::start(master.port);
     let dsn = format!(
-        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=1000&read_timeout=1",
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=1000&read_timeout=3",
         proxy.port
     );
     let a = lease(&dsn, "wait_stalls");

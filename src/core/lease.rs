@@ -1155,9 +1155,8 @@ impl Lease {
     pub(crate) fn unlock_hold(&self, hold: &Hold, maybe_done: bool) -> Result<i64> {
         // A 0 from a master learned of since the hold was last known to be on
         // one says a failover lost the lock, not that our first run freed it.
-        let generation = hold
-            .known_generation()
-            .unwrap_or_else(|| sentinel::generation(&self.endpoint));
+        let started = sentinel::generation(&self.endpoint);
+        let generation = hold.known_generation().unwrap_or(started);
         let answered = Cell::new(None);
         let run = |c: &mut Conn, again: bool| {
             answered.set(None);
@@ -1191,7 +1190,7 @@ impl Lease {
             answered.set(None);
             match self.call(|c| run(c, again)) {
                 Err(Failure::TimedOut(e)) if answered.get().is_some() => {
-                    if self.switched_since(generation) {
+                    if self.switched_since(started) {
                         return Err(Failure::Broken(e));
                     }
                     metrics::incr(Counter::WaitShortfalls);
