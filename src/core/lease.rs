@@ -1096,6 +1096,12 @@ impl Lease {
     /// A hold the watchdog gave up on (it could not confirm a renewal in time) may
     /// still be ours on Redis: it is released all the same, and handed on.
     pub fn release(&self, hold: &Hold, maybe_done: bool) -> Result<bool> {
+        self.release_answer(hold, maybe_done).map(|n| n == 1)
+    }
+
+    /// [`Lease::release`], answering as `unlock` does (2: a session's hold a
+    /// logout revoked), and counted.
+    pub(crate) fn release_answer(&self, hold: &Hold, maybe_done: bool) -> Result<i64> {
         hold.stop_watch();
         let n = self.unlock_hold(hold, maybe_done)?;
         let released = n == 1;
@@ -1108,7 +1114,7 @@ impl Lease {
             // (The watchdog counted it when it gave the hold up.)
             metrics::incr(Counter::LockLost);
         }
-        Ok(released)
+        Ok(n)
     }
 
     /// Releases the lock whoever holds it, handing it to the first waiter (with a
@@ -1138,12 +1144,8 @@ impl Lease {
 
     /// Releases whatever lease `token` holds. True when it held one.
     pub fn release_token(&self, token: &Token) -> Result<bool> {
-        self.unlock_token(token).map(|n| n == 1)
-    }
-
-    /// [`Lease::release_token`], answering as `unlock` does.
-    pub(crate) fn unlock_token(&self, token: &Token) -> Result<i64> {
         self.call_idempotent(|c| self.unlock(c, token))
+            .map(|n| n == 1)
     }
 
     /// Unlocks `hold`, answering as `unlock` does (2: a session's hold a logout
@@ -1152,7 +1154,7 @@ impl Lease {
     /// first run freed it (1). A WAIT shortfall is counted, not reported: an
     /// unlock a failover loses only delays the next holder (its lease ends by
     /// itself). One that times out is `Error::Unresolved`.
-    pub(crate) fn unlock_hold(&self, hold: &Hold, maybe_done: bool) -> Result<i64> {
+    fn unlock_hold(&self, hold: &Hold, maybe_done: bool) -> Result<i64> {
         // A 0 from a master learned of since the hold was last known to be on
         // one says a failover lost the lock, not that our first run freed it.
         let started = sentinel::generation(&self.endpoint);

@@ -788,10 +788,9 @@ impl SessionStore {
         let Mode::Locked(hold) = mode else {
             return Ok(true);
         };
-        unlocked(&hold);
-        match s.lease.unlock_hold(&hold, false) {
+        request::session_unlocked(&hold);
+        match s.lease.release_answer(&hold, false) {
             Ok(n) => {
-                hold.count_session_end(n);
                 s.revoked |= n == 2;
                 Ok(n == 1)
             }

@@ -191,6 +191,11 @@ fn expired_message(id: &str, what: &str, old: Option<&str>, lock_ttl: f64) -> St
     )
 }
 
+/// The warning for a call on session `id` that Redis refused or did not answer.
+fn failed_message(id: &str, what: &str, e: &Error) -> String {
+    format!("session {} was not {what}: {e}", short_id(id))
+}
+
 /// The one warning for stored data that could not be read (`Session::kept`).
 fn kept_warning(why: &String) -> String {
     format!(
@@ -421,10 +426,7 @@ impl Handler {
             // Read-only (on_lock_timeout = readonly): a configured outcome.
             Ok(Saved::Discarded | Saved::Changed) => Out::ok(true),
             // The message after the colon says whether Redis refused or did not answer.
-            Err(e) => Out::warn(
-                false,
-                format!("session {} was not {what}: {e}", short_id(id)),
-            ),
+            Err(e) => Out::warn(false, failed_message(id, what, &e)),
         }
     }
 
@@ -441,6 +443,13 @@ impl Handler {
         }
     }
 
+    /// Leaves `id`, a fresh id whose carried state is stale, unwritten now and
+    /// later in this request, counted as a write conflict.
+    fn refused(&mut self, id: &str) {
+        metrics::incr(Counter::SessionWriteConflicts);
+        self.saw(id, Seen::Refused);
+    }
+
     pub fn write(&mut self, id: &str, data: &[u8], max_lifetime: Duration) -> Out<bool> {
         if self.parents_session(id) {
             return Out::ok(true);
@@ -455,12 +464,9 @@ impl Handler {
             if !matches!(stale, Ok(false)) {
                 // The fresh id stays unwritten, its lock freed now: quietly, as
                 // the request's other writes (true: PHP would warn of a false).
-                let warning = stale
-                    .err()
-                    .map(|e| format!("session {} was not written: {e}", short_id(id)));
+                let warning = stale.err().map(|e| failed_message(id, "written", &e));
                 if warning.is_none() {
-                    metrics::incr(Counter::SessionWriteConflicts);
-                    self.saw(id, Seen::Refused);
+                    self.refused(id);
                 }
                 let closed = self.close();
                 return Out {
@@ -547,14 +553,10 @@ impl Handler {
                 match self.carried_stale(id) {
                     Ok(false) => {}
                     Ok(true) => {
-                        metrics::incr(Counter::SessionWriteConflicts);
-                        self.saw(id, Seen::Refused);
+                        self.refused(id);
                         return Out::ok(false);
                     }
-                    Err(e) => {
-                        let warning = format!("session {} was not written: {e}", short_id(id));
-                        return Out::warn(false, warning);
-                    }
+                    Err(e) => return Out::warn(false, failed_message(id, "written", &e)),
                 }
                 Expect::Any
             }
@@ -579,10 +581,7 @@ impl Handler {
                 metrics::incr(Counter::SessionWriteConflicts);
                 Out::ok(false)
             }
-            Err(e) => Out::warn(
-                false,
-                format!("session {} was not written: {e}", short_id(id)),
-            ),
+            Err(e) => Out::warn(false, failed_message(id, "written", &e)),
         }
     }
 

@@ -786,26 +786,24 @@ impl HoldingProxy {
     /// Holds (or lets through) scripts, after `pass` more have gone through.
     /// What is held already stays held while `on`.
     pub fn hold_after(&self, on: bool, pass: usize) {
-        let (lock, cv) = &*self.gate;
-        let mut gate = lock.lock().unwrap();
-        gate.on = on;
-        gate.pass = pass;
-        gate.only = None;
-        gate.cut = None;
-        gate.held = 0;
-        gate.bytes.clear();
-        cv.notify_all();
+        self.set_gate(on, pass, None);
     }
 
     /// Holds every command that contains `needle` (until `hold(false)`).
     pub fn hold_command(&self, needle: &[u8]) {
+        self.set_gate(true, 0, Some(needle.to_vec()));
+    }
+
+    /// One step: what is held (`only`: else scripts), and a fresh count.
+    fn set_gate(&self, on: bool, pass: usize, only: Option<Vec<u8>>) {
         let (lock, cv) = &*self.gate;
         let mut gate = lock.lock().unwrap();
-        gate.on = true;
-        gate.pass = 0;
+        gate.on = on;
+        gate.pass = pass;
+        gate.only = only;
+        gate.cut = None;
         gate.held = 0;
         gate.bytes.clear();
-        gate.only = Some(needle.to_vec());
         cv.notify_all();
     }
 
