@@ -203,6 +203,8 @@ namespace {
 
         /**
          * Extends our lease to `$ttl` seconds from now, if it is still ours.
+         * A refresh Redis did not answer may still arrive, late: the next refresh
+         * voids it, and until then the lease counts on no more than it may leave.
          *
          * @param float|null $ttl Seconds (> 0, at most 2592000); null: the constructor's ttl.
          * @return bool False when the lease was no longer ours (it cannot be extended then).

@@ -358,18 +358,26 @@ fn a_downgrade_left_unanswered_is_never_counted_on_as_the_lock_alone() {
 /// EVAL (functions=0, as on Redis 6.2 or under an ACL without FUNCTION), a
 /// script is refused at its first write that may grow memory: a reader's and a
 /// permit's renewal began with ZADD, and were refused (their holds then lost),
-/// while a lock held alone renewed (review, stop 51).
+/// while a lock held alone renewed (review, stop 51). A refresh that voids an
+/// earlier one that got no answer (SADD) runs too: it extends the lease first.
 #[test]
 fn shared_holds_renew_under_maxmemory_when_run_by_eval() {
     let server = RedisServer::start();
-    let mut reader = Lock::new(lease(&server, "?functions=0", "oom_r"), SEC * 30);
-    let mut alone = Lock::new(lease(&server, "?functions=0", "oom_w"), SEC * 30);
-    let ep = Endpoint::parse(
-        &format!("{}?functions=0", server.dsn()),
-        Timeouts::default(),
+    let proxy = HoldingProxy::start(server.port);
+    let dsn = format!(
+        "redis://127.0.0.1:{}?functions=0&read_timeout=1",
+        proxy.port
     );
+    let lease = |keys| {
+        Lease::new(
+            Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap()),
+            keys,
+        )
+    };
+    let mut reader = Lock::new(lease(LeaseKeys::for_lock(b"lock:", b"oom_r")), SEC * 30);
+    let mut alone = Lock::new(lease(LeaseKeys::for_lock(b"lock:", b"oom_w")), SEC * 30);
     let keys = LeaseKeys::for_semaphore(b"lock:", b"oom_p");
-    let mut permit = Lock::semaphore(Lease::new(Arc::new(ep.unwrap()), keys), 3, SEC * 30);
+    let mut permit = Lock::semaphore(lease(keys), 3, SEC * 30);
     assert!(reader.acquire_read(Duration::ZERO).unwrap());
     assert!(alone.acquire(Duration::ZERO).unwrap());
     assert!(permit.acquire_permits(Duration::ZERO, 2).unwrap());
@@ -377,7 +385,17 @@ fn shared_holds_renew_under_maxmemory_when_run_by_eval() {
     for l in [&mut reader, &mut alone, &mut permit] {
         assert!(l.refresh(SEC * 30).unwrap());
     }
+    // Then a refresh of each gets no answer (and runs): the next one voids it.
+    proxy.hold_command(b"\r\n20000\r\n");
+    for l in [&mut reader, &mut alone, &mut permit] {
+        assert!(l.refresh(SEC * 20).is_err(), "unanswered");
+    }
     let mut raw = server.conn();
+    let before = scripts_run(&mut raw);
+    proxy.hold(false);
+    await_until(SEC * 10, "the held refreshes to run", || {
+        scripts_run(&mut raw) >= before + 3
+    });
     let _: () = redis::cmd("SET")
         .arg("ballast")
         .arg(vec![b'x'; 4 << 20])
@@ -459,6 +477,100 @@ fn a_refresh_left_unanswered_is_sent_again_before_its_token_is_detached() {
     assert!(lock.detach().is_some(), "detached all the same");
     assert!(lock.hold().is_none());
     proxy.hold(false);
+}
+
+/// Scripts the server has run (FCALL, EVALSHA, EVAL), per INFO commandstats.
+fn scripts_run(raw: &mut redis::Connection) -> u64 {
+    [
+        "cmdstat_fcall:calls=",
+        "cmdstat_evalsha:calls=",
+        "cmdstat_eval:calls=",
+    ]
+    .iter()
+    .map(|p| info_count(raw, p))
+    .sum()
+}
+
+/// A refresh that got no answer may still run after a later refresh of the
+/// same hold was answered (a lossy network delivers it late). It set the
+/// expiry to its own ttl, 2 s, under a holder counting on the later 60 s: two
+/// holders. The later refresh voids it (refresh.lua), so its late run changes
+/// nothing; until then the holder counts on no more than the 2 s it may leave,
+/// across an upgrade too (the token's refresh as a reader could cut the lock it
+/// then holds alone). For the lock alone, a read hold, a read hold upgraded
+/// after its refresh went unanswered, and a refresh whose first run's link broke
+/// (sent again and answered, the first run may still come: found by the model).
+/// Before, each lease was cut to 2 s.
+#[test]
+fn a_late_refresh_voided_by_a_later_one_changes_nothing() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    for (name, read, upgrade, broken) in [
+        ("late_void_w", false, false, false),
+        ("late_void_r", true, false, false),
+        ("late_void_u", true, true, false),
+        ("late_void_b", false, false, true),
+    ] {
+        let mut lock = Lock::new(through_with(&proxy, name, 3), SEC * 30);
+        let took = if read {
+            lock.acquire_read(Duration::ZERO)
+        } else {
+            lock.acquire(Duration::ZERO)
+        };
+        assert!(took.unwrap(), "{name}");
+        // Only the 2 s refresh is held (by its ttl, as sent).
+        let sent = Instant::now();
+        if broken {
+            // Its link breaks: sent again at once, and answered.
+            proxy.hold_first_and_break(b"\r\n2000\r\n");
+            assert!(lock.refresh(SEC * 2).unwrap(), "{name}: sent again");
+        } else {
+            proxy.hold_command(b"\r\n2000\r\n");
+            assert!(lock.refresh(SEC * 2).is_err(), "{name}: unanswered");
+        }
+        proxy.await_held(SEC);
+        // Arriving after the upgrade was granted, the refresh leaves 2 s from then.
+        let mut from = sent;
+        if upgrade {
+            assert!(lock.acquire(Duration::ZERO).unwrap(), "{name}: upgraded");
+            assert!(!lock.hold().unwrap().shared, "{name}: alone");
+            from = Instant::now();
+        }
+        let counted = lock.hold().unwrap().safe_until();
+        assert!(
+            counted <= from + SEC * 2,
+            "{name}: counts on {:?} past the unanswered refresh's 2 s",
+            counted - from
+        );
+        assert!(lock.refresh(SEC * 60).unwrap(), "{name}: answered");
+        let counted = lock.hold().unwrap().safe_until();
+        assert!(
+            counted > Instant::now() + SEC * 50,
+            "{name}: counts on 60 s"
+        );
+        let before = scripts_run(&mut raw);
+        proxy.hold(false);
+        await_until(SEC * 10, "the late refresh to run", || {
+            scripts_run(&mut raw) > before
+        });
+        let key = format!("lock:{{{name}}}");
+        let left = if read && !upgrade {
+            let ends: i64 = redis::cmd("ZSCORE")
+                .arg(format!("{key}:holders"))
+                .arg(lock.hold().unwrap().token.as_str())
+                .query(&mut raw)
+                .unwrap();
+            ends - support::server_ms(&mut raw)
+        } else {
+            pttl(&server, &key)
+        };
+        assert!(
+            left > 50_000,
+            "{name}: the late refresh cut the lease to {left} ms"
+        );
+        assert!(lock.release().unwrap(), "{name}");
+    }
 }
 
 /// The refresh left unanswered is its hold's: once that hold is gone and the

@@ -44,8 +44,8 @@ use std::time::Instant;
 
 use stateright::{Checker, HasDiscoveries, Model};
 
-use client::Program;
-use redis::{RevokeMarker, Scripts};
+use client::{Program, Req};
+use redis::{How, RevokeMarker, Scripts};
 use system::{Config, Failover, Fixes, System};
 
 /// A checker that ran, whichever search it ran.
@@ -81,6 +81,7 @@ fn as_implemented() -> Fixes {
         grant_waits: true,
         scripts: Scripts {
             at_least: true,
+            voids_refreshes: true,
             revoke_marker: RevokeMarker::Always,
             refusals_leave_queue: true,
             resolve_voids_holder: true,
@@ -98,6 +99,7 @@ fn as_implemented() -> Fixes {
         grant_rereads_after_switch: true,
         failed_conversion_lets_go: true,
         give_up_defers_release: true,
+        answered_retry_on_its_way: true,
     }
 }
 
@@ -374,6 +376,85 @@ fn reverted_c_a_renewal_that_shortens_gives_two_holders() {
     let mut config = renewals();
     config.fixes.scripts.at_least = false;
     let checker = check("(c) renewal sets exactly", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
+/// The holder refreshes twice, to a short ttl and to a long one, and one link
+/// may fail: a refresh that got no answer is left in the network, to run after
+/// a later one was answered.
+fn late_refreshes() -> Config {
+    let mut config = locks(Failover::Planned);
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.clients = vec![
+        Program::Lock {
+            acquires: 1,
+            refreshes: 2,
+        },
+        Program::Lock {
+            acquires: 1,
+            refreshes: 0,
+        },
+    ];
+    config.refresh_ttls = vec![1, 4];
+    config.faults = 1;
+    config.faulty = |req| {
+        matches!(
+            req,
+            Req::Refresh {
+                how: How::Holder { .. },
+                ..
+            }
+        )
+    };
+    config.fence_ops = false;
+    config.horizon = if deep() { 5 } else { 4 };
+    config
+}
+
+#[test]
+fn a_late_refresh_never_cuts_a_later_one() {
+    let checker = check("late refreshes", late_refreshes(), None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+    let checker = check("late refreshes, renewed", late_refreshes_renewed(), None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+    // With wait_replicas (a refresh answered short of replicas keeps the ids
+    // it voided listed).
+    let mut config = late_refreshes();
+    config.wait_replicas = true;
+    let checker = check("late refreshes, wait_replicas", config, None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+}
+
+/// The watchdog renews meanwhile: a renewal counts no more than the shortest
+/// refresh on its way (or never answered) may leave from its start. Two links
+/// may fail.
+fn late_refreshes_renewed() -> Config {
+    let mut config = late_refreshes();
+    config.renew = true;
+    config.faults = 2;
+    config
+}
+
+/// Fix (v) reverted: a refresh whose first run's link broke is answered on its
+/// second; the holder's next refresh (longer) gets no answer, and a renewal
+/// counts its whole ttl; the first run then arrives and cuts the lease.
+#[test]
+fn reverted_v_an_answered_retry_forgotten_by_the_watch_gives_two_holders() {
+    let mut config = late_refreshes_renewed();
+    config.fixes.answered_retry_on_its_way = false;
+    let checker = check("(v) answered retry forgotten", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
+/// Fix (u) reverted: a refresh left unanswered runs after the holder's later,
+/// longer refresh was answered, and cuts the lease back to its own ttl; the
+/// other client takes the lock while the holder counts on the longer one.
+#[test]
+fn reverted_u_a_late_refresh_that_cuts_a_later_one_gives_two_holders() {
+    let mut config = late_refreshes();
+    config.fixes.scripts.voids_refreshes = false;
+    let checker = check("(u) refreshes not voided", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
 }
 

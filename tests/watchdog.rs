@@ -307,8 +307,12 @@ fn a_renewal_never_shortens_a_lease_the_holder_made_longer() {
     let l = lease(&server, "", "longer");
     let mut hold = l.acquire(MS * 30_000, Duration::ZERO).unwrap().unwrap();
     assert!(l.refresh(&mut hold, MS * 60_000).unwrap());
+    let stale = format!("lock:{{longer}}:stale:{}", hold.token.as_str());
     let n: i64 = REFRESH
         .key("lock:{longer}")
+        .key("lock:{longer}:holders")
+        .key("lock:{longer}:weights")
+        .key(stale.as_bytes())
         .arg(hold.token.as_str())
         .arg(30_000)
         .arg("at_least")

@@ -26,6 +26,17 @@ use crate::core::token::Token;
 /// revoked (see session_revoke.lua).
 pub(crate) const REVOKED_SET: &[u8] = b":revoked";
 
+/// How long a command may still be on its way to Redis after it was sent (a
+/// lossy network, a socket buffer): what a void marker and a voided refresh are
+/// kept for past their lease (refresh.lua's `LATE_MS`).
+pub(crate) const LATE: Duration = Duration::from_secs(60);
+
+/// `<lock>:stale:<token>`: the ids of the token's refreshes that a later one
+/// voided (see refresh.lua), in the lock's slot.
+pub(crate) fn stale_refreshes(lock: &[u8], token: &Token) -> Vec<u8> {
+    [lock, b":stale:", token.as_str().as_bytes()].concat()
+}
+
 /// How much earlier than the lease we assume it may end, to cover the clock
 /// difference between this host and Redis (Redlock's drift allowance).
 fn drift(ttl: Duration) -> Duration {
@@ -68,6 +79,13 @@ pub struct Hold {
     pub acquired_at: Instant,
     /// Set when the watchdog looks after this hold (see `watchdog::watch`).
     pub watch: Option<Arc<Watch>>,
+    /// This hold's refreshes that got no answer (or whose first run's link
+    /// broke): id, when sent, ttl. They may still run, late, until a later
+    /// refresh that runs voids them (refresh.lua). Until then nothing is counted
+    /// on past the end each may leave, whatever else extended the lease (a
+    /// conversion's grant); a watched hold's renewals count each one's ttl from
+    /// their own start (`Watch::renewed`).
+    pub(crate) unanswered_refreshes: Vec<(Token, Instant, Duration)>,
 }
 
 impl Hold {
@@ -81,6 +99,7 @@ impl Hold {
             until: lease_end(sent, ttl),
             acquired_at: sent,
             watch: None,
+            unanswered_refreshes: Vec::new(),
         }
     }
 
@@ -118,8 +137,32 @@ impl Hold {
         match self.own_watch() {
             Some(w) if w.ended() => w.safe_until().min(Instant::now()),
             Some(w) => w.safe_until(),
-            None => self.until,
+            // (A watch counts them itself: see `Watch::renewed`.)
+            None => self.until.min(self.unanswered_end().unwrap_or(self.until)),
         }
+    }
+
+    /// Takes over `old`'s unanswered refreshes (a hold of the same token, made
+    /// anew: converted, verified, adopted). One that arrives after this hold
+    /// was granted or asked about (`acquired_at`) arrives no earlier than that,
+    /// so its ttl counts from then; one sent a command's longest delay ago
+    /// cannot arrive any more.
+    pub(crate) fn carry_unanswered(&mut self, old: &Hold) {
+        let since = self.acquired_at;
+        self.unanswered_refreshes = old
+            .unanswered_refreshes
+            .iter()
+            .filter(|&&(_, sent, _)| sent.elapsed() < LATE)
+            .map(|(id, sent, ttl)| (id.clone(), (*sent).max(since), *ttl))
+            .collect();
+    }
+
+    /// The earliest end an unanswered refresh may leave.
+    fn unanswered_end(&self) -> Option<Instant> {
+        self.unanswered_refreshes
+            .iter()
+            .map(|&(_, sent, ttl)| lease_end(sent, ttl))
+            .min()
     }
 
     /// The watchdog found the lease taken or gone, or could not renew it before
@@ -180,6 +223,13 @@ impl Hold {
         }
         if let Some(w) = self.own_watch() {
             w.set(sent, ttl, extended);
+            // Answered, it voided every earlier one; but its own first run, whose
+            // link broke, may still come (and after a renewal).
+            if extended == Some(true) {
+                for &(_, at, t) in &self.unanswered_refreshes {
+                    w.setting(at, t);
+                }
+            }
         }
     }
 }
@@ -232,7 +282,8 @@ struct Schedule {
     ttl: Duration,
     /// After a failed renewal: when to try again.
     retry_at: Option<Instant>,
-    /// The holder's refresh on its way: sent when, for how long.
+    /// The holder's refreshes on their way (or never answered): when the last
+    /// was sent, and the shortest ttl among them.
     setting: Option<(Instant, Duration)>,
     /// When the holder's last refresh was answered: a renewal sent before then
     /// may have run before it, and proves nothing beyond it.
@@ -279,11 +330,20 @@ impl Watch {
             generation: AtomicU64::new(generation),
             state: AtomicU8::new(WATCHING),
             silent: AtomicBool::new(false),
-            end: AtomicU64::new(since_epoch(hold.until)),
+            // A refresh of the token's that got no answer (before a conversion)
+            // bounds renewals as one on its way does, until the next is answered.
+            end: AtomicU64::new(since_epoch(
+                hold.until.min(hold.unanswered_end().unwrap_or(hold.until)),
+            )),
             sched: Mutex::new(Schedule {
                 ttl: hold.ttl,
                 retry_at: None,
-                setting: None,
+                // As `Watch::setting` folds them: the last sent, the shortest.
+                setting: hold
+                    .unanswered_refreshes
+                    .iter()
+                    .map(|&(_, sent, ttl)| (sent, ttl))
+                    .reduce(|(a, t), (b, u)| (a.max(b), t.min(u))),
                 set_at: None,
             }),
         }
@@ -321,12 +381,14 @@ impl Watch {
         self.state.load(Ordering::Acquire) == WATCHING
     }
 
-    /// When the next renewal is due: a third of the ttl after the last extension.
+    /// When the next renewal is due: a third of the ttl after the last extension
+    /// (of the shortest a refresh on its way may leave, while one is).
     pub(crate) fn due(&self) -> Instant {
         let s = self.sched.lock();
+        let ttl = s.setting.map_or(s.ttl, |(_, t)| t.min(s.ttl));
         s.retry_at.unwrap_or_else(|| {
             self.safe_until()
-                .checked_sub(s.ttl * 2 / 3)
+                .checked_sub(ttl * 2 / 3)
                 .unwrap_or_else(Instant::now)
         })
     }
@@ -370,6 +432,11 @@ impl Watch {
         [&self.key[..], REVOKED_SET].concat()
     }
 
+    /// Its token's voided refreshes (kept as long as the lease, see refresh.lua).
+    pub(crate) fn stale_refreshes(&self) -> Vec<u8> {
+        stale_refreshes(&self.key, &self.token)
+    }
+
     fn end_as(&self, state: u8) {
         let ended = self
             .state
@@ -408,9 +475,11 @@ impl Watch {
     }
 
     /// A renewal sent at `sent` was confirmed: the lease lasts at least `ttl` from
-    /// then, unless a refresh of the holder's, which may shorten it, is on its way
-    /// (or was answered after `sent`, so may have run after it). A lease past its
-    /// last confirmed end stays ended: its holder may have been told so.
+    /// then. A refresh of the holder's that was answered after `sent` may have
+    /// run after it (and shortened the lease): the renewal proves nothing beyond
+    /// it. One on its way (or never answered) to `t` may run after it too, but
+    /// no earlier than `sent`: `t` from then. A lease past its last confirmed
+    /// end stays ended: its holder may have been told so.
     pub(crate) fn renewed(&self, sent: Instant, ttl: Duration) {
         self.silent.store(false, Ordering::Release);
         if self.ended() {
@@ -418,22 +487,29 @@ impl Watch {
         }
         let mut s = self.sched.lock();
         s.retry_at = None;
-        let mut bound = lease_end(sent, ttl);
-        if let Some((at, t)) = s.setting {
-            bound = bound.min(lease_end(at, t));
-        } else if s.set_at.is_some_and(|at| sent < at) {
+        if s.set_at.is_some_and(|at| sent < at) {
             return;
         }
+        // Sent a command's longest delay after the last of them, it ran after
+        // every one of them.
+        if s.setting.is_some_and(|(at, _)| sent >= at + LATE) {
+            s.setting = None;
+        }
+        let bound = lease_end(sent, s.setting.map_or(ttl, |(_, t)| t.min(ttl)));
         if bound > self.safe_until() {
             self.end.store(since_epoch(bound), Ordering::Release);
         }
         metrics::incr(Counter::AutoRenewals);
     }
 
-    /// The holder's refresh to `ttl` is on its way (sent at `sent`).
+    /// The holder's refresh to `ttl` is on its way (sent at `sent`). Of those
+    /// on their way (or never answered), the shortest counts.
     fn setting(&self, sent: Instant, ttl: Duration) {
         let mut s = self.sched.lock();
-        s.setting = Some((sent, ttl));
+        let (last, t) = s
+            .setting
+            .map_or((sent, ttl), |(at, t)| (at.max(sent), t.min(ttl)));
+        s.setting = Some((last, t));
         s.ttl = ttl;
         let bound = lease_end(sent, ttl);
         if bound < self.safe_until() {
@@ -474,17 +550,23 @@ mod tests {
 
     const S: Duration = Duration::from_secs(1);
 
-    fn watched(ttl: Duration) -> (Hold, Arc<Watch>) {
-        let mut hold = Hold::new(Token::generate(), 0, ttl, Instant::now());
+    /// Has a renewing watch look after `hold`.
+    fn watch(hold: &mut Hold) -> Arc<Watch> {
         let w = Arc::new(Watch::new(
             (b"k".to_vec(), b"h".to_vec()),
-            &hold,
+            hold,
             Kind::Lock,
             None,
             true,
             0,
         ));
         hold.watch = Some(w.clone());
+        w
+    }
+
+    fn watched(ttl: Duration) -> (Hold, Arc<Watch>) {
+        let mut hold = Hold::new(Token::generate(), 0, ttl, Instant::now());
+        let w = watch(&mut hold);
         (hold, w)
     }
 
@@ -510,12 +592,97 @@ mod tests {
         let t2 = Instant::now() + Duration::from_millis(20);
         w.renewed(t2, S * 30);
         assert_eq!(hold.safe_until(), lease_end(t2, S * 30));
-        // A refresh with no answer may still run: its bound stays.
+        // A refresh with no answer may still run, after any renewal: a renewal
+        // proves its ttl from its own start, no more.
         let t3 = t2 + Duration::from_millis(5);
         hold.refreshing(t3, S * 2);
         hold.refreshed(t3, S * 2, None);
-        w.renewed(t3 + Duration::from_millis(5), S * 30);
         assert!(hold.safe_until() <= lease_end(t3, S * 2));
+        let t4 = t3 + Duration::from_millis(5);
+        w.renewed(t4, S * 30);
+        assert_eq!(hold.safe_until(), lease_end(t4, S * 2));
+        // A second one, longer, does not lift the first's bound.
+        hold.refreshing(t4, S * 60);
+        hold.refreshed(t4, S * 60, None);
+        let t5 = t4 + Duration::from_millis(5);
+        w.renewed(t5, S * 30);
+        assert_eq!(hold.safe_until(), lease_end(t5, S * 2));
+    }
+
+    /// A refresh whose first run's link broke, answered on its second: the first
+    /// may still come, after a renewal too, and leave its ttl from then. Until
+    /// the next refresh voids it, a renewal counts no more than that from its own
+    /// start, and the next one is due as for that ttl.
+    #[test]
+    fn an_answered_refresh_whose_first_run_may_come_bounds_renewals() {
+        let (mut hold, w) = watched(S * 30);
+        let t0 = Instant::now();
+        hold.refreshing(t0, S * 2);
+        hold.unanswered_refreshes
+            .push((Token::generate(), t0, S * 2));
+        hold.refreshed(t0, S * 2, Some(true));
+        let t1 = t0 + Duration::from_millis(10);
+        w.renewed(t1, S * 30);
+        assert_eq!(hold.safe_until(), lease_end(t1, S * 2));
+        assert!(
+            w.due() <= lease_end(t1, S * 2) - S * 4 / 3,
+            "renewed as for 2 s"
+        );
+        // Sent a command's longest delay after it, a renewal ran after it.
+        let late = t0 + LATE;
+        w.renewed(late, S * 30);
+        assert_eq!(hold.safe_until(), lease_end(late, S * 30));
+    }
+
+    /// Carried to a hold made anew (a conversion's grant at `t1`), an unanswered
+    /// refresh counts from then: one that arrives after the grant arrives no
+    /// earlier (before, a refresh sent long ago to a short ttl left the new hold
+    /// expired at once). One sent a command's longest delay ago is dropped.
+    #[test]
+    fn refreshes_carried_to_a_new_hold_count_from_its_grant() {
+        let t0 = Instant::now();
+        let mut old = Hold::new(Token::generate(), 0, S * 30, t0);
+        old.unanswered_refreshes
+            .push((Token::generate(), t0, S * 5));
+        if let Some(long_ago) = t0.checked_sub(LATE + S) {
+            old.unanswered_refreshes
+                .push((Token::generate(), long_ago, S));
+        }
+        let t1 = t0 + S * 10;
+        let mut hold = Hold::new(old.token.clone(), 0, S * 30, t1);
+        hold.carry_unanswered(&old);
+        assert_eq!(hold.unanswered_refreshes.len(), 1, "the old one dropped");
+        assert_eq!(hold.safe_until(), lease_end(t1, S * 5));
+        let w = watch(&mut hold);
+        assert_eq!(w.safe_until(), lease_end(t1, S * 5), "not expired at once");
+    }
+
+    /// A conversion's grant makes a fresh hold of the same token: a refresh of
+    /// the old one that got no answer may still run, and cut the lease. The new
+    /// hold, and its watch, count on no more than it may leave; a renewal proves
+    /// no more than its ttl from the renewal's own start, until the holder's next
+    /// refresh is answered.
+    #[test]
+    fn a_refresh_unanswered_before_a_conversion_bounds_the_converted_hold() {
+        let t0 = Instant::now();
+        let mut hold = Hold::new(Token::generate(), 0, S * 30, t0);
+        hold.unanswered_refreshes
+            .push((Token::generate(), t0, S * 2));
+        assert_eq!(hold.safe_until(), lease_end(t0, S * 2), "unwatched");
+        let w = watch(&mut hold);
+        assert_eq!(hold.safe_until(), lease_end(t0, S * 2), "watched");
+        let t = t0 + Duration::from_millis(5);
+        w.renewed(t, S * 30);
+        assert_eq!(hold.safe_until(), lease_end(t, S * 2), "renewed");
+        let t1 = t0 + Duration::from_millis(10);
+        hold.refreshing(t1, S * 60);
+        hold.unanswered_refreshes.clear();
+        hold.refreshed(t1, S * 60, Some(true));
+        assert_eq!(
+            hold.safe_until(),
+            lease_end(t1, S * 60),
+            "voided by the next"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use redis::{ErrorKind, FromRedisValue, Value};
 use crate::core::dsn::Endpoint;
 use crate::core::error::{passing_code, Error, Result};
 pub use crate::core::hold::Hold;
-use crate::core::hold::{millis, Kind, REVOKED_SET};
+use crate::core::hold::{self, millis, Kind, REVOKED_SET};
 use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pending::{self, Leftover};
 use crate::core::pool::{self, connection_error, Conn};
@@ -215,7 +215,7 @@ pub fn check_lock_name(name: &[u8]) -> std::result::Result<(), &'static str> {
 /// a socket buffer of a live Redis, in practice. Should one arrive even later, it
 /// takes a lease nobody holds, which then ends by itself like a crashed holder's.
 pub(crate) fn void_ttl(ttl: Duration) -> Duration {
-    ttl + Duration::from_secs(60)
+    ttl + hold::LATE
 }
 
 /// What one attempt found.
@@ -231,6 +231,20 @@ pub enum Attempt<T = Hold> {
     /// Handed to us, and run out before we extended it (we stalled): never
     /// ours to count on; asked again at once (`LAPSED_GRANT`).
     Again,
+}
+
+/// How refresh.lua sets a lease's expiry.
+#[derive(Clone, Copy)]
+enum Extend<'a> {
+    /// A grant extended on our own link, for its WAIT: never shortened (a late
+    /// run must not cut a longer refresh of the holder's).
+    Grant,
+    /// The holder's refresh `id`: exactly to its ttl, voiding the hold's
+    /// `earlier` refreshes that got no answer.
+    Holder {
+        id: &'a Token,
+        earlier: &'a [(Token, Instant, Duration)],
+    },
 }
 
 /// Not a script's status: `Lease::replicate_claim`'s, in place of a handed
@@ -495,7 +509,7 @@ impl Lease {
         match status {
             Some(Value::Int(1)) => self.wait_replicas(c, true),
             Some(Value::Int(2)) => {
-                let (n, acks) = self.refresh_on(c, token, ttl)?;
+                let (n, acks) = self.refresh_on(c, token, ttl, Extend::Grant)?;
                 if n == 0 {
                     metrics::incr(Counter::GrantsLapsed);
                     *reply = Value::Array(vec![Value::Int(LAPSED_GRANT), Value::Int(0)]);
@@ -521,7 +535,7 @@ impl Lease {
         if self.endpoint.wait.is_none() {
             return Ok(true);
         }
-        let (n, acks) = self.call(|c| self.refresh_on(c, token, ttl))?;
+        let (n, acks) = self.call(|c| self.refresh_on(c, token, ttl, Extend::Grant))?;
         if n == 0 {
             metrics::incr(Counter::GrantsLapsed);
             return Ok(false);
@@ -615,21 +629,34 @@ impl Lease {
         watchdog::watch(&self.endpoint, keys, hold, kind, renew, generation);
     }
 
-    /// Runs refresh.lua for `token` on `c` (1: extended to `ttl`, 0: not ours),
-    /// then WAITs as `wait_replicas` asks.
+    /// Runs refresh.lua for `token` on `c` (1: extended to `ttl`, 0: not ours,
+    /// 3: voided by a later refresh), then WAITs as `wait_replicas` asks.
     fn refresh_on(
         &self,
         c: &mut Conn,
         token: &Token,
         ttl: Duration,
+        how: Extend,
     ) -> redis::RedisResult<(i64, Option<i64>)> {
-        let n: i64 = scripts::REFRESH
-            .key(self.keys.lock())
-            .key(self.keys.holders())
+        let stale = hold::stale_refreshes(self.keys.lock(), token);
+        let mut call = scripts::REFRESH.key(self.keys.lock());
+        call.key(self.keys.holders())
             .key(self.keys.weights())
+            .key(&stale)
             .arg(token.as_str())
-            .arg(millis(ttl))
-            .call(&mut *c.inner)?;
+            .arg(millis(ttl));
+        match how {
+            Extend::Grant => {
+                call.arg("at_least");
+            }
+            Extend::Holder { id, earlier } => {
+                call.arg("").arg(id.as_str());
+                for (e, ..) in earlier {
+                    call.arg(e.as_str());
+                }
+            }
+        }
+        let n: i64 = call.call(&mut *c.inner)?;
         Ok((n, self.wait_replicas(c, n == 1)?))
     }
 
@@ -1275,11 +1302,63 @@ impl Lease {
         // Until answered (and, with wait_replicas, replicated), nothing is counted
         // on past what this refresh may leave, nor past what was there before.
         hold.refreshing(sent, ttl);
-        let answer = self
-            .call_idempotent(|c| self.refresh_on(c, &hold.token, ttl))
-            .and_then(|(n, acks)| {
-                self.replicated(acks, "The lease was extended")?;
-                Ok(n == 1)
+        let id = Token::generate();
+        // Those sent longer ago than a command may be late cannot arrive any more
+        // (and the list stays short while Redis does not answer).
+        hold.unanswered_refreshes
+            .retain(|&(_, at, _)| sent.saturating_duration_since(at) < hold::LATE);
+        let how = Extend::Holder {
+            id: &id,
+            earlier: &hold.unanswered_refreshes,
+        };
+        // As `call_idempotent`, sent again once on a broken link, with the same
+        // id (both runs set the expiry to `ttl` from no earlier than `sent`).
+        let run = |c: &mut Conn| self.refresh_on(c, &hold.token, ttl, how);
+        let mut may_run = false;
+        let ran = match self.call(run) {
+            Err(Failure::Broken(_)) => {
+                metrics::incr(Counter::Retries);
+                may_run = true;
+                self.call(run)
+            }
+            other => other,
+        };
+        // It ran, and voided the earlier ones (or they went with the lease).
+        // Unanswered, it may still run, until the next refresh voids it; so may
+        // a first run whose link broke, even when the second was answered: it
+        // may sit in a socket buffer, and come after the next refresh (found by
+        // the model, tests/model.rs a_late_refresh_never_cuts_a_later_one).
+        // Voided on a master that too few replicas heard from, they stay listed,
+        // to be voided again (a failover behind one address could lose that).
+        let unanswered = match &ran {
+            Ok((0 | 1, acks)) => {
+                if !self.short(*acks) {
+                    hold.unanswered_refreshes.clear();
+                }
+                may_run
+            }
+            Ok(_) => false,
+            // Never sent, or an error reply: nothing of this run comes later.
+            Err(Failure::NotSent(_) | Failure::Reply(_)) => may_run,
+            Err(_) => true,
+        };
+        if unanswered {
+            hold.unanswered_refreshes.push((id.clone(), sent, ttl));
+        }
+        let answer = ran
+            .map_err(Failure::into_error)
+            .and_then(|(n, acks)| match n {
+                0 | 1 => {
+                    self.replicated(acks, "The lease was extended")?;
+                    Ok(n == 1)
+                }
+                // Voided by a later refresh of this hold: only a copy of the
+                // hold (a forked child's) could have sent one meanwhile.
+                _ => Err(Error::Connection(format!(
+                    "The refresh reached Redis at {} after a later refresh of the same \
+                     hold, and changed nothing",
+                    self.endpoint.location()
+                ))),
             });
         hold.refreshed(sent, ttl, answer.as_ref().ok().copied());
         let ok = answer?;

@@ -174,10 +174,14 @@ impl Lock {
         // Replaced, not converted: the unwatched one goes first. The same token,
         // so the same process's to release.
         let pid = self.pid;
-        self.hold = None;
+        let old = self.hold.take();
         let hold = found.as_ref().map(|o| {
             let mut hold = Hold::found(token, o.fence, self.ttl, asked, o.left);
             hold.shared = o.shared;
+            // The token's refreshes that got no answer may still arrive.
+            if let Some(old) = &old {
+                hold.carry_unanswered(old);
+            }
             hold
         });
         if let (Some(_), Some(o)) = (self.permits, &found) {
@@ -211,27 +215,32 @@ impl Lock {
     /// Before the token leaves this object (`detach`, getToken()): a refresh of
     /// its hold that got no answer may still run (a lossy network delivers it
     /// late), and end the lease sooner than whoever restores the token reads it
-    /// then. It is sent again first: answered, a late run of the first ends the
-    /// lease no sooner than the restorer reads. Best effort, once: unanswered
-    /// again, the token goes as it is (the refresh's own error told of it; failing here
-    /// would keep the hold in this object, to be released as the object goes).
-    /// A later refresh that was answered is taken to have run after it, as the
-    /// hold's own bound takes it (`Hold::refreshed`): only a per-refresh
-    /// sequence in refresh.lua would make a late one a no-op.
+    /// then. It is sent again first: answered, the re-send voids it (refresh.lua),
+    /// and the restorer reads the lease as the re-send left it. Best effort:
+    /// unanswered again, the token goes as it is (the refresh's own error told of
+    /// it; failing here would keep the hold in this object, to be released as
+    /// the object goes), and the restorer's refreshes void nothing.
     pub fn settle_refresh(&mut self) {
         // A hold let go is not handed out (and its owed release is not this
         // getter's to complete).
         if self.let_go {
             return;
         }
-        let Some((token, ttl)) = self.refresh_sent.clone() else {
-            return;
-        };
-        if self.hold.as_ref().map(|h| &h.token) == Some(&token) {
-            let _ = self.refresh(ttl);
+        // Sent again until one is answered whose own first run cannot come
+        // late (its link did not break), a few times at most; and not again
+        // once unanswered: while Redis does not answer, a getter must not wait
+        // for it on every call.
+        for _ in 0..3 {
+            let Some((token, ttl)) = self.refresh_sent.clone() else {
+                return;
+            };
+            if self.hold.as_ref().map(|h| &h.token) != Some(&token) {
+                break;
+            }
+            if self.refresh(ttl).is_err() {
+                break;
+            }
         }
-        // Sent again once: while Redis does not answer, a getter must not
-        // wait for it on every call.
         self.refresh_sent = None;
     }
 
@@ -341,6 +350,10 @@ impl Lock {
             };
             let mut hold = Hold::found(token.clone(), found.fence, self.ttl, asked, found.left);
             hold.shared = found.shared;
+            // Asked again on a new master: the last pass's refresh may still arrive.
+            if let Some(old) = self.hold.as_ref().filter(|h| h.token == token) {
+                hold.carry_unanswered(old);
+            }
             self.set_hold(Some(hold), generation);
             if ep.wait.is_none() {
                 return Ok(());
@@ -523,7 +536,12 @@ impl Lock {
             .lease
             .acquire_as(self.ttl, wait, want, Some(token.clone()))
         {
-            Ok(Got::Held(hold)) => {
+            Ok(Got::Held(mut hold)) => {
+                // The token's refreshes left unanswered may still arrive, and set
+                // the converted hold's expiry: its next refresh voids them.
+                if let Some(old) = &self.hold {
+                    hold.carry_unanswered(old);
+                }
                 self.set_hold(Some(hold), generation);
                 Ok(true)
             }
@@ -618,22 +636,23 @@ impl Lock {
         if hold.lost() {
             return Ok(false);
         }
-        let ok = match self.lease.refresh(&mut hold, ttl) {
+        let answer = self.lease.refresh(&mut hold, ttl);
+        // A run that may still come (unanswered, or a first run whose link
+        // broke) is sent again before the token leaves (`settle_refresh`).
+        self.refresh_sent =
+            (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
+        let ok = match answer {
             Ok(ok) => ok,
             Err(e) => {
                 // Unanswered, it may still run: the bound it lowered on the copy
                 // (a shorter ttl) is ours to keep, or we would count on a lease
                 // longer than Redis may now have. (An error reply ran nothing.)
-                if !matches!(e, Error::Reply { .. }) {
-                    self.refresh_sent = Some((hold.token.clone(), ttl));
-                }
                 self.hold = Some(hold);
                 // The request's end releases this copy, with its lowered bound.
                 self.track();
                 return Err(e);
             }
         };
-        self.refresh_sent = None;
         self.set_hold(ok.then_some(hold), 0);
         Ok(ok)
     }

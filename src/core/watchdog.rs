@@ -1051,10 +1051,11 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], form: Form) -> Vec<Cmd> {
         .map(|(r, ttl)| {
             let mut c = redis::cmd(command);
             c.arg(target)
-                .arg(if r.session() { 4 } else { 3 })
+                .arg(if r.session() { 5 } else { 4 })
                 .arg(&r.key)
                 .arg(&r.holders)
-                .arg([&r.key[..], b":weights"].concat());
+                .arg([&r.key[..], b":weights"].concat())
+                .arg(r.stale_refreshes());
             if r.session() {
                 c.arg(r.revoked_set());
             }

@@ -9,7 +9,7 @@
 //! holder counts on, renewals, the check after a failover), in the same order of
 //! cases.
 
-use crate::redis::{Data, Mode, Reply, Time, Token};
+use crate::redis::{Data, How, Mode, Reply, Time, Token};
 use crate::slots::Slots;
 
 /// What a client's user code does, and how often.
@@ -127,13 +127,8 @@ pub enum Req {
     Blpop { token: Token },
     /// resolve.lua.
     Resolve { token: Token },
-    /// refresh.lua (and WAIT): the holder's refresh and a grant's replication
-    /// set the expiry; the watchdog's renewals are `at_least`.
-    Refresh {
-        token: Token,
-        ttl: Time,
-        at_least: bool,
-    },
+    /// refresh.lua (and WAIT), run as `how` says.
+    Refresh { token: Token, ttl: Time, how: How },
     /// fence.lua.
     Fence { token: Token },
     /// release.lua, or session_save.lua 'unlock'. Its WAIT is left out: a
@@ -223,7 +218,8 @@ pub struct Watch {
     /// What renewals extend the lease to.
     pub ttl: Time,
     pub renew: bool,
-    /// The holder's refresh on its way: sent when, for how long.
+    /// The holder's refreshes on their way (or never answered): when the last
+    /// was sent, and the shortest ttl among them.
     pub setting: Option<(Time, Time)>,
     /// The generation of the master the hold is known to be on.
     pub generation: u8,
@@ -269,6 +265,13 @@ pub struct Hold {
     pub via: Via,
     /// Its fence was counted in the fence history already.
     pub fence_noted: bool,
+    /// How many refreshes it sent (the next one's id).
+    pub refreshes_sent: u8,
+    /// `Hold::unanswered_refreshes`: the ids (bits) of its refreshes that got
+    /// no answer, for the next one to void. (Their bound is the watch's
+    /// `setting`, kept until a refresh is answered: the model's refreshes are
+    /// the lock holder's, never carried across a conversion.)
+    pub unanswered: u8,
 }
 
 /// The watchdog's renewal on its way (`watchdog.rs` `renew_on`).

@@ -6,7 +6,7 @@ use crate::client::{
     Call, Claim, Hold, Kind, Link, Outcome, Pc, Program, Renewal, Req, Step, Then, Via, Want,
     Watch, WatchState,
 };
-use crate::redis::{Data, Reply, Time, Token, NAP};
+use crate::redis::{Data, How, Reply, Time, Token, NAP};
 use crate::system::{say, show, Action, Op, State, System};
 
 impl System {
@@ -433,8 +433,14 @@ impl System {
         let client = s.client_mut(c);
         let hold = client.hold.as_mut().expect("held");
         let token = hold.token;
+        let how = How::Holder {
+            id: 1 << hold.refreshes_sent,
+            voids: hold.unanswered,
+        };
+        hold.refreshes_sent += 1;
         let w = &mut hold.watch;
-        w.setting = Some((now, ttl));
+        // Of the refreshes on their way (or never answered), the shortest counts.
+        w.setting = Some((now, w.setting.map_or(ttl, |(_, t)| t.min(ttl))));
         w.ttl = ttl;
         w.end = w.end.min(now + ttl);
         client.pc = Pc::Refreshing {
@@ -443,16 +449,7 @@ impl System {
             second: false,
             then,
         };
-        self.send(
-            s,
-            c,
-            Link::Request,
-            Req::Refresh {
-                token,
-                ttl,
-                at_least: false,
-            },
-        );
+        self.send(s, c, Link::Request, Req::Refresh { token, ttl, how });
     }
 
     /// Sends the same command again on a fresh link (`call_idempotent`, or the
@@ -577,9 +574,37 @@ impl System {
                 second,
                 then,
             } => {
+                // It ran, and voided the earlier ones (or they went with the
+                // lease); unanswered, it may still run, to be voided by the next.
+                // So may a first run whose link broke, even when the second
+                // was answered (fix (u), found by this model).
+                if let (Some(hold), Req::Refresh { how, .. }) =
+                    (&mut s.client_mut(c).hold, call.req)
+                {
+                    let id = match how {
+                        How::Holder { id, .. } => id,
+                        _ => 0,
+                    };
+                    match outcome {
+                        // Voided where too few replicas heard of it: listed still.
+                        Outcome::Reply(Reply::Int(1), Some(false)) => {
+                            if second {
+                                hold.unanswered |= id;
+                            }
+                        }
+                        Outcome::Reply(Reply::Int(0 | 1), _) => {
+                            hold.unanswered = if second { id } else { 0 };
+                        }
+                        Outcome::Reply(..) => {}
+                        Outcome::Broken if !second => {}
+                        Outcome::Broken | Outcome::TimedOut => hold.unanswered |= id,
+                    }
+                }
                 let extended = match outcome {
                     Outcome::Reply(Reply::Int(1), acks) if acks != Some(false) => Some(true),
                     Outcome::Reply(Reply::Int(1), _) => None,
+                    // Voided by a later refresh: never read by a live link.
+                    Outcome::Reply(Reply::Int(3), _) => unreachable!("a voided refresh read"),
                     Outcome::Reply(..) => Some(false),
                     Outcome::Broken if !second => {
                         let pc = Pc::Refreshing {
@@ -592,7 +617,8 @@ impl System {
                     }
                     Outcome::Broken | Outcome::TimedOut => None,
                 };
-                refreshed(s, c, sent, ttl, extended);
+                let fix_v = self.config.fixes.answered_retry_on_its_way;
+                refreshed(s, c, sent, ttl, extended, fix_v);
                 let now = s.now;
                 let client = s.client_mut(c);
                 // `Lock::adopt_unresolved`: not ours on a master learned of
@@ -943,7 +969,7 @@ impl System {
         let req = Req::Refresh {
             token: claim.token,
             ttl: cfg.ttl,
-            at_least: false,
+            how: How::Grant,
         };
         self.send(s, c, Link::Request, req);
     }
@@ -1177,7 +1203,7 @@ impl System {
         let req = Req::Refresh {
             token: hold.token,
             ttl: hold.watch.ttl,
-            at_least: true,
+            how: How::Renewal,
         };
         say(|| format!("c{c}'s watchdog sends {}", show(req)));
         self.send(s, c, Link::Watchdog, req);
@@ -1236,37 +1262,39 @@ impl System {
 }
 
 /// `Watch::renewed`: the lease lasts at least `ttl` from when the renewal was
-/// sent, unless a refresh of the holder's is on its way (then no more than that
-/// leaves), or was answered after the renewal was sent (then nothing is proved).
-/// False when it proved nothing.
+/// sent, unless a refresh of the holder's was answered after the renewal was
+/// sent (then nothing is proved), or one is on its way (or never answered: it
+/// may run after the renewal, but no earlier than it was sent, so its ttl from
+/// then). False when it proved nothing.
 fn renewed(w: &mut Watch, now: Time, r: Renewal) -> bool {
     if !w.counting(now) {
         return false;
     }
     w.retry = false;
-    let mut bound = r.sent + r.ttl;
-    if let Some((at, ttl)) = w.setting {
-        bound = bound.min(at + ttl);
-    } else if r.stale {
+    if r.stale {
         return false;
     }
+    let bound = r.sent + w.setting.map_or(r.ttl, |(_, ttl)| ttl.min(r.ttl));
     if bound > w.end {
         w.end = bound;
     }
     true
 }
 
-/// `Hold::refreshed` / `Watch::set`.
-fn refreshed(s: &mut State, c: u8, sent: Time, ttl: Time, extended: Option<bool>) {
+/// `Hold::refreshed` / `Watch::set` (`fix_v`: fix (v)).
+fn refreshed(s: &mut State, c: u8, sent: Time, ttl: Time, extended: Option<bool>, fix_v: bool) {
     let now = s.now;
     let client = s.client_mut(c);
     let Some(hold) = &mut client.hold else {
         return;
     };
+    // Its own first run, whose link broke, may still come (and after a
+    // renewal): it counts as one on its way.
+    let on_its_way = (hold.unanswered != 0 && fix_v).then_some((sent, ttl));
     let w = &mut hold.watch;
     match extended {
         Some(true) if w.counting(now) || !w.watched => {
-            w.setting = None;
+            w.setting = on_its_way;
             w.retry = false;
             w.end = sent + ttl;
             // A renewal sent before this answer may have run before the refresh.
@@ -1274,7 +1302,7 @@ fn refreshed(s: &mut State, c: u8, sent: Time, ttl: Time, extended: Option<bool>
                 r.stale = true;
             }
         }
-        Some(true) => w.setting = None,
+        Some(true) => w.setting = on_its_way,
         Some(false) => {
             w.setting = None;
             if w.state == WatchState::Watching {
@@ -1339,6 +1367,8 @@ fn new_hold(
         },
         via,
         fence_noted: false,
+        refreshes_sent: 0,
+        unanswered: 0,
     }
 }
 

@@ -9,8 +9,9 @@
 //!
 //! Time is in ticks of one second (lib.lua's `NAP_MS`): a key lives while
 //! `now < until`. Keys whose life outlasts any run of the model (the fencing
-//! counter's hour, a void marker's ttl + 60 s, a revocation marker, session data
-//! with its `gc_maxlifetime`) get [`FOREVER`].
+//! counter's hour, a void marker's ttl + 60 s, a token's voided refreshes
+//! (kept 60 s past the lease), a revocation marker, session data with its
+//! `gc_maxlifetime`) get [`FOREVER`].
 
 use std::fmt;
 
@@ -152,6 +153,9 @@ pub struct Store {
     pub wake: Slots<Wake, 4>,
     /// `<lock>:void:<token>` markers.
     pub void: Slots<Token, 6>,
+    /// `<lock>:stale:<token>`: the ids (bits) of a token's refreshes that a
+    /// later one voided.
+    pub stale: Slots<(Token, u8), 2>,
     /// The session data (`PHPREDIS_SESSION:<id>`).
     pub data: Option<Data>,
     /// `<lock>:revoked:<nonce>` markers.
@@ -239,11 +243,32 @@ pub enum RevokeMarker {
     Always,
 }
 
+/// Whose refresh.lua run it is (`lease.rs` `Extend`, and the watchdog's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum How {
+    /// The watchdog's renewal: 'at_least', it never shortens the lease.
+    Renewal,
+    /// A grant extended on the claimant's link for its WAIT: 'at_least' too.
+    /// (A late one is out of the model's reach: an extension whose link broke
+    /// gives the claim up, and the one `replicate_claim` sends on the claim's
+    /// own link runs in the claim script's step.)
+    Grant,
+    /// The holder's refresh (`Lease::refresh`): exactly to its ttl. `id` is its
+    /// bit, `voids` the bits of the hold's earlier refreshes that got no answer,
+    /// which it voids (fix (u)).
+    Holder { id: u8, voids: u8 },
+}
+
 /// The switches of the scripts themselves.
 #[derive(Clone, Copy, Debug)]
 pub struct Scripts {
     /// refresh.lua's 'at_least' mode for the watchdog's renewals (fix (c)).
     pub at_least: bool,
+    /// (u) refresh.lua voids the holder's earlier refreshes that got no answer
+    /// (ARGV[5...]), and a voided one that arrives late changes nothing. Off:
+    /// it set the expiry to its own ttl, cutting a later, longer refresh the
+    /// holder counted on (two holders).
+    pub voids_refreshes: bool,
     pub revoke_marker: RevokeMarker,
     /// (h) acquire.lua's refusals of a conversion ({-3, 0}: another reader
     /// waits to upgrade; {-4, 0}: its read lease ran out) take the token out
@@ -813,17 +838,34 @@ impl Script<'_> {
         })
     }
 
-    /// refresh.lua: `at_least` for the watchdog's renewals, which never shorten
-    /// a lease (with `Scripts::at_least` off, they set it exactly: fix (c)
-    /// reverted). `revoked`: given the `<lock>:revoked` key (the watchdog's
-    /// renewal of a session).
-    pub fn refresh(&mut self, token: Token, ttl: Time, at_least: bool, revoked: bool) -> Reply {
-        let at_least = at_least && self.scripts.at_least;
+    /// refresh.lua: `at_least` for the watchdog's renewals and a grant's
+    /// extension, which never shorten a lease (with `Scripts::at_least` off,
+    /// renewals set it exactly: fix (c) reverted); the holder's refresh voids
+    /// its earlier ones (fix (u)). `revoked`: given
+    /// the `<lock>:revoked` key (the watchdog's renewal of a session).
+    pub fn refresh(&mut self, token: Token, ttl: Time, how: How, revoked: bool) -> Reply {
+        let (at_least, voids) = match how {
+            How::Renewal => (self.scripts.at_least, 0),
+            How::Grant => (true, 0),
+            How::Holder { id, voids } if self.scripts.voids_refreshes => {
+                if self
+                    .db
+                    .stale
+                    .iter()
+                    .any(|&(t, ids)| t == token && ids & id != 0)
+                {
+                    return Reply::Int(3);
+                }
+                (false, voids)
+            }
+            How::Holder { .. } => (false, 0),
+        };
         if owns(self.db.lock, token) {
             let mut ttl = ttl;
             if at_least {
                 ttl = ttl.max(self.lock_pttl());
             }
+            self.void_earlier(token, voids);
             let until = self.now + ttl;
             if let Some(lock) = &mut self.db.lock {
                 lock.until = until;
@@ -841,9 +883,25 @@ impl Script<'_> {
         if at_least {
             ttl = ttl.max(ends - now);
         }
+        self.void_earlier(token, voids);
         self.add_holder(token, ttl, now, 1);
         self.touched = true;
         Reply::Int(1)
+    }
+
+    /// refresh.lua's `void_earlier`: the ids in `voids` join the token's
+    /// voided refreshes (kept past any run of the model).
+    fn void_earlier(&mut self, token: Token, voids: u8) {
+        if voids == 0 {
+            return;
+        }
+        match self.db.stale.iter().position(|&(t, _)| t == token) {
+            Some(i) => {
+                let (_, ids) = self.db.stale.remove(i);
+                self.db.stale.push((token, ids | voids));
+            }
+            None => self.db.stale.push((token, voids)),
+        }
     }
 
     /// fence.lua.

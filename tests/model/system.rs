@@ -47,7 +47,7 @@ use stateright::{Model, Property};
 use crate::client::{
     Call, Client, Kind, Link, Orphans, Outcome, Pc, Program, Req, Stage, Want, WatchState,
 };
-use crate::redis::{owns, Mode, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
+use crate::redis::{owns, How, Mode, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
 use crate::slots::Slots;
 
 thread_local! {
@@ -84,12 +84,12 @@ pub fn show(req: Req) -> String {
         Req::Open { token, wait } => format!("session_open.lua({token:?}, wait {wait})"),
         Req::Blpop { token } => format!("BLPOP wake:{token:?}"),
         Req::Resolve { token } => format!("resolve.lua({token:?})"),
-        Req::Refresh {
-            token,
-            ttl,
-            at_least: true,
-        } => format!("refresh.lua({token:?}, {ttl}, at_least)"),
-        Req::Refresh { token, ttl, .. } => format!("refresh.lua({token:?}, {ttl})"),
+        Req::Refresh { token, ttl, how } => match how {
+            How::Renewal | How::Grant => format!("refresh.lua({token:?}, {ttl}, at_least)"),
+            How::Holder { id, voids } => {
+                format!("refresh.lua({token:?}, {ttl}, id {id}, voiding {voids})")
+            }
+        },
         Req::Fence { token } => format!("fence.lua({token:?})"),
         Req::Release { token } => format!("release.lua({token:?})"),
         Req::Save { token, data } => format!("session_save.lua({token:?}, write {data:?})"),
@@ -213,6 +213,12 @@ pub struct Fixes {
     /// next acquire() adopts what resolve.lua still finds, which the late
     /// release then frees behind it.
     pub give_up_defers_release: bool,
+    /// (v) A refresh answered on its second run (the first one's link broke)
+    /// leaves that first run as one on its way (`Hold::refreshed`): until the
+    /// next refresh voids it, a renewal counts no more than its ttl from the
+    /// renewal's start. Off: the answer cleared it, and a renewal counted its
+    /// whole ttl (found by review of (u)).
+    pub answered_retry_on_its_way: bool,
 }
 
 /// Where the failover is.
@@ -431,7 +437,7 @@ impl State {
                 let reply = script.acquire(token, cfg.ttl, wait, mode);
                 if cfg.wait_replicas && cfg.fixes.grant_waits {
                     if let Reply::Handed { .. } = reply {
-                        script.refresh(token, cfg.ttl, false, false);
+                        script.refresh(token, cfg.ttl, How::Grant, false);
                     }
                 }
                 reply
@@ -440,18 +446,16 @@ impl State {
                 let reply = script.session_open(token, cfg.ttl, wait);
                 if cfg.wait_replicas && cfg.fixes.grant_waits {
                     if let Reply::Handed { .. } = reply {
-                        script.refresh(token, cfg.ttl, false, false);
+                        script.refresh(token, cfg.ttl, How::Grant, false);
                     }
                 }
                 reply
             }
             Req::Blpop { token } => script.blpop(token)?,
             Req::Resolve { token } => script.resolve(token, session(token)),
-            Req::Refresh {
-                token,
-                ttl,
-                at_least,
-            } => script.refresh(token, ttl, at_least, at_least && session(token)),
+            Req::Refresh { token, ttl, how } => {
+                script.refresh(token, ttl, how, how == How::Renewal && session(token))
+            }
             Req::Fence { token } => script.fence(token),
             Req::Inspect { token } => script.inspect(token),
             Req::Release { token } => script.release(token, session(token), permit(token)),
@@ -796,7 +800,9 @@ impl Model for System {
             }
             if let Some(h) = client.hold {
                 let w = h.watch;
-                let due = w.retry || w.end.saturating_sub(s.now) <= w.ttl * 2 / 3;
+                // `Watch::due`: by the shortest ttl a refresh on its way may leave.
+                let ttl = w.setting.map_or(w.ttl, |(_, t)| t.min(w.ttl));
+                let due = w.retry || w.end.saturating_sub(s.now) <= ttl * 2 / 3;
                 if w.renew && w.counting(s.now) && client.dog.is_none() && due {
                     actions.push(Action::Renew(c));
                 }
@@ -1217,7 +1223,12 @@ impl System {
                     cfg.fixes.grant_waits
                 }
                 // With fix (d) reverted, a renewal counts without WAIT.
-                (Req::Refresh { at_least: true, .. }, Reply::Int(1)) => cfg.fixes.renewals_wait,
+                (
+                    Req::Refresh {
+                        how: How::Renewal, ..
+                    },
+                    Reply::Int(1),
+                ) => cfg.fixes.renewals_wait,
                 (Req::Refresh { .. } | Req::Save { .. }, Reply::Int(1)) => true,
                 (Req::SavedBefore { .. }, Reply::Found(true)) => true,
                 _ => false,

@@ -697,6 +697,9 @@ pub struct Gate {
     /// What a hold holds: commands that contain this (`hold_command`), else
     /// scripts.
     only: Option<Vec<u8>>,
+    /// Hold the first such command only, and break its link to the client
+    /// (`hold_first_and_break`).
+    first_and_break: bool,
 }
 
 impl HoldingProxy {
@@ -757,11 +760,15 @@ impl HoldingProxy {
                             state.cut = None;
                             swallow.store(true, std::sync::atomic::Ordering::SeqCst);
                         }
+                        let first = !state.first_and_break || state.held == 0;
                         if state.on && script && state.pass > 0 {
                             state.pass -= 1;
-                        } else if state.on && script {
+                        } else if state.on && script && first {
                             state.held += n;
                             state.bytes.extend_from_slice(&buf[..n]);
+                            if state.first_and_break {
+                                let _ = from_client.shutdown(std::net::Shutdown::Both);
+                            }
                             cv.notify_all();
                             while state.on {
                                 state = cv.wait(state).unwrap();
@@ -786,21 +793,29 @@ impl HoldingProxy {
     /// Holds (or lets through) scripts, after `pass` more have gone through.
     /// What is held already stays held while `on`.
     pub fn hold_after(&self, on: bool, pass: usize) {
-        self.set_gate(on, pass, None);
+        self.set_gate(on, pass, None, false);
     }
 
     /// Holds every command that contains `needle` (until `hold(false)`).
     pub fn hold_command(&self, needle: &[u8]) {
-        self.set_gate(true, 0, Some(needle.to_vec()));
+        self.set_gate(true, 0, Some(needle.to_vec()), false);
+    }
+
+    /// Holds the first command that contains `needle`, to run when `hold(false)`
+    /// lets it through, and breaks its link at once: its client sees the link
+    /// broken after sending (and asks again on a fresh one, which goes through).
+    pub fn hold_first_and_break(&self, needle: &[u8]) {
+        self.set_gate(true, 0, Some(needle.to_vec()), true);
     }
 
     /// One step: what is held (`only`: else scripts), and a fresh count.
-    fn set_gate(&self, on: bool, pass: usize, only: Option<Vec<u8>>) {
+    fn set_gate(&self, on: bool, pass: usize, only: Option<Vec<u8>>, first_and_break: bool) {
         let (lock, cv) = &*self.gate;
         let mut gate = lock.lock().unwrap();
         gate.on = on;
         gate.pass = pass;
         gate.only = only;
+        gate.first_and_break = first_and_break;
         gate.cut = None;
         gate.held = 0;
         gate.bytes.clear();
