@@ -1,5 +1,5 @@
 --TEST--
-DistributedLock and pcntl_fork(): a child that calls methods on the parent's held object (getFencingToken(), refresh(), acquire(), isAcquired()) and exits never releases the parent's lock at its request's end; a child never takes over an acquire the parent left unresolved (the parent settles it); before, the child's request end released the parent's lock in both cases (review, stop 51)
+DistributedLock and pcntl_fork(): a child that calls methods on the parent's held object (getFencingToken(), acquire(), refresh(), isAcquired()) and exits never releases the parent's lock at its request's end, and its refresh(1.0) never cuts the lease the parent counts on, nor does it convert the parent's hold (an upgrade of its read hold, a downgrade of its write hold: false, the hold as it was) (review, stop 54: before, the refresh left 1 s of the parent's 30, and the conversions went through); a child never takes over an acquire the parent left unresolved (the parent settles it); before, the child's request end released the parent's lock in both cases (review, stop 51)
 --SKIPIF--
 <?php if (!function_exists('pcntl_fork')) die('skip pcntl_fork not available'); ?>
 --CONFLICTS--
@@ -39,7 +39,7 @@ foreach ([false, true] as $auto) {
     $token = $lock->getToken();
     $outcome = in_child($raw, $srv['port'], rl_key('fork-uses-done'), static function () use ($lock): string {
         try {
-            return json_encode([is_int($lock->getFencingToken()), $lock->refresh(), $lock->acquire(), $lock->isAcquired()]);
+            return json_encode([is_int($lock->getFencingToken()), $lock->acquire(), $lock->refresh(1.0), $lock->isAcquired()]);
         } catch (Throwable $e) {
             return get_class($e) . ': ' . $e->getMessage();
         }
@@ -48,7 +48,40 @@ foreach ([false, true] as $auto) {
     // (The child's getFencingToken() gave it a fence: the value is "<token>:<fence>".)
     rl_ok("[$label] the parent's lock is intact after the child's exit",
         str_starts_with((string) $raw->cmd('GET', rl_lock_key($k)), "$token:"));
+    $left = $raw->cmd('PTTL', rl_lock_key($k));
+    rl_ok("[$label] the child's refresh(1.0) left the parent's lease as it was ($left ms)", $left > 20000);
     rl_same("[$label] and still the parent's to release", true, $lock->release());
+}
+
+// The parent reads, or holds alone: the child's conversion would change what the parent holds.
+foreach (['reads' => true, 'writes' => false] as $how => $read) {
+    $k = rl_key("fork-$how");
+    $lk = rl_lock_key($k);
+    $lock = new DistributedLock($k, 30.0, $dsn);
+    rl_same("[$how] the parent holds", true, $read ? $lock->acquireRead() : $lock->acquire());
+    $token = $lock->getToken();
+    $outcome = in_child($raw, $srv['port'], rl_key("fork-$how-done"), static function () use ($lock, $read): string {
+        try {
+            return json_encode([$read ? $lock->acquire(0.0) : $lock->acquireRead(0.0), $lock->refresh(1.0), $lock->isAcquired()]);
+        } catch (Throwable $e) {
+            return get_class($e) . ': ' . $e->getMessage();
+        }
+    });
+    rl_same("[$how] in the child: not converted, refreshed, held", '[false,true,true]', $outcome);
+    if ($read) {
+        $t = $raw->cmd('TIME');
+        $left = (int) $raw->cmd('ZSCORE', "$lk:holders", $token) - ((int) $t[0] * 1000 + intdiv((int) $t[1], 1000));
+        rl_ok("[$how] the parent's read hold keeps its lease ($left ms), and nobody holds alone",
+            $left > 20000 && $raw->cmd('GET', $lk) === null);
+    } else {
+        $left = $raw->cmd('PTTL', $lk);
+        rl_ok("[$how] the parent still holds alone, with its lease ($left ms), and nobody reads",
+            str_starts_with((string) $raw->cmd('GET', $lk), "$token:") && $left > 20000
+            && (int) $raw->cmd('ZCARD', "$lk:holders") === 0);
+    }
+    $other = new DistributedLock($k, 30.0, $dsn);
+    rl_same("[$how] a writer is kept out", false, $other->acquire(0.0));
+    rl_same("[$how] the parent releases", true, $lock->release());
 }
 
 // An acquire left unresolved (Redis stopped), whose command ran once Redis went on.
@@ -77,17 +110,31 @@ rl_same('... the one its attempt took', $value, $raw->cmd('GET', $lk));
 rl_same('and releases it', true, $lock->release());
 echo "done\n";
 ?>
---EXPECT--
+--EXPECTF--
 ok: [no autoRenew] the parent holds the lock
 ok: the child exited
 ok: [no autoRenew] in the child, the parent's hold answered as held
 ok: [no autoRenew] the parent's lock is intact after the child's exit
+ok: [no autoRenew] the child's refresh(1.0) left the parent's lease as it was (%d ms)
 ok: [no autoRenew] and still the parent's to release
 ok: [autoRenew] the parent holds the lock
 ok: the child exited
 ok: [autoRenew] in the child, the parent's hold answered as held
 ok: [autoRenew] the parent's lock is intact after the child's exit
+ok: [autoRenew] the child's refresh(1.0) left the parent's lease as it was (%d ms)
 ok: [autoRenew] and still the parent's to release
+ok: [reads] the parent holds
+ok: the child exited
+ok: [reads] in the child: not converted, refreshed, held
+ok: [reads] the parent's read hold keeps its lease (%d ms), and nobody holds alone
+ok: [reads] a writer is kept out
+ok: [reads] the parent releases
+ok: [writes] the parent holds
+ok: the child exited
+ok: [writes] in the child: not converted, refreshed, held
+ok: [writes] the parent still holds alone, with its lease (%d ms), and nobody reads
+ok: [writes] a writer is kept out
+ok: [writes] the parent releases
 ok: redis-server stopped
 ok: the acquire got no answer
 ok: redis-server goes on

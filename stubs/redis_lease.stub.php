@@ -127,9 +127,10 @@ namespace {
         /**
          * The token of our hold (32 hexadecimal digits, opaque), for restore() in another object or
          * process; null when we do not hold the lock. Whoever has it can release the lock. After a
-         * refresh() that got no answer, that refresh is sent again first, once, as by detach()
-         * (this call then waits for Redis, up to the read timeout, and answers null if the lease
-         * was gone).
+         * refresh() that got no answer (or whose first link broke), that refresh is sent again
+         * first, as by detach(): up to three times, until an answer leaves no run that may come
+         * late (this call then waits for Redis, up to the read timeout each time, and answers null
+         * if the lease was gone).
          */
         public function getToken(): ?string {}
 
@@ -137,8 +138,9 @@ namespace {
          * Stops owning the hold here: it is not released when this object is destroyed or the
          * request ends, and not renewed. It lives on until its ttl, or until released by its token
          * (restore() then release()) anywhere. After a refresh() that got no answer (it may still
-         * reach Redis late, and shorten the lease), that refresh is sent again first (when Redis
-         * answers), so that whoever restores the token reads the lease as it will stay.
+         * reach Redis late, and shorten the lease), that refresh is sent again first, up to three
+         * times, so that whoever restores the token reads the lease as it will stay (after an
+         * upgrade or a downgrade, as that conversion granted it).
          *
          * @return string|null Its token; null when we did not hold the lock.
          */
@@ -205,6 +207,9 @@ namespace {
          * Extends our lease to `$ttl` seconds from now, if it is still ours.
          * A refresh Redis did not answer may still arrive, late: the next refresh
          * voids it, and until then the lease counts on no more than it may leave.
+         * In a pcntl_fork() child, on the parent's hold, it never shortens the lease
+         * (the parent counts on it); nor does the child convert that hold (acquire() on
+         * its read hold, acquireRead() on its write hold: false, the hold as it was).
          *
          * @param float|null $ttl Seconds (> 0, at most 2592000); null: the constructor's ttl.
          * @return bool False when the lease was no longer ours (it cannot be extended then).
@@ -368,7 +373,7 @@ namespace {
 
         /**
          * Our permit's token (opaque); null when we hold none. After a refresh() that got no
-         * answer, that refresh is sent again first, once, as by detach() (see
+         * answer, that refresh is sent again first, as by detach() (see
          * DistributedLock::getToken()).
          */
         public function getToken(): ?string {}

@@ -573,6 +573,65 @@ fn a_late_refresh_voided_by_a_later_one_changes_nothing() {
     }
 }
 
+/// A refresh left unanswered is sent again before the token leaves the object
+/// (detach(), getToken()), to void its late run. After an upgrade granted the
+/// lease afresh, the re-send asks for the upgrade's ttl: the token is handed
+/// out with the lease the upgrade gave it (review, stop 53). Before, the re-send
+/// asked for the old refresh's 2 s.
+#[test]
+fn a_token_handed_out_after_an_upgrade_keeps_the_upgrades_lease() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    let mut lock = Lock::new(through_with(&proxy, "resend_upgraded", 3), SEC * 30);
+    assert!(lock.acquire_read(Duration::ZERO).unwrap());
+    proxy.hold_command(b"\r\n2000\r\n");
+    assert!(lock.refresh(SEC * 2).is_err(), "unanswered");
+    proxy.await_held(SEC);
+    assert!(lock.acquire(Duration::ZERO).unwrap(), "upgraded");
+    let before = scripts_run(&mut raw);
+    proxy.hold(false);
+    await_until(SEC * 10, "the late refresh to run", || {
+        scripts_run(&mut raw) > before
+    });
+    assert!(lock.detach().is_some());
+    let left = pttl(&server, "lock:{resend_upgraded}");
+    assert!(
+        left > 20_000,
+        "handed out with {left} ms, not the upgrade's 30 s"
+    );
+}
+
+/// Each refresh names to Redis every earlier one of its hold's left unanswered
+/// (within a minute): past 64 of them (a link that breaks on every refresh, a
+/// Redis that answers nothing), a refresh is refused before it is sent, so the
+/// list, and the script's arguments, stay bounded. Before, it grew without end.
+#[test]
+fn a_hold_with_too_many_refreshes_unanswered_sends_no_more() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let dsn = format!("redis://127.0.0.1:{}?read_timeout=0.05", proxy.port);
+    let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+    let lease = Lease::new(
+        Arc::new(ep),
+        LeaseKeys::for_lock(b"lock:", b"unanswered_cap"),
+    );
+    let mut lock = Lock::new(lease, SEC * 30);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    proxy.hold(true);
+    for i in 0..64 {
+        let e = lock.refresh(SEC * 30).unwrap_err();
+        assert!(!e.to_string().contains("not sent"), "refresh {i}: {e}");
+    }
+    let e = lock.refresh(SEC * 30).unwrap_err();
+    assert!(
+        e.to_string().contains("not extended (not sent)") && e.to_string().contains("64"),
+        "{e}"
+    );
+    proxy.hold(false);
+    assert!(lock.release().unwrap());
+}
+
 /// The refresh left unanswered is its hold's: once that hold is gone and the
 /// object holds a fresh lease, detach() hands its token out as it is, not cut
 /// to the old refresh's ttl (review, stop 51).

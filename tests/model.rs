@@ -436,6 +436,60 @@ fn late_refreshes_renewed() -> Config {
     config
 }
 
+/// A semaphore's permit refreshes as a lock holder does (refresh.lua's other
+/// branch: its end in `<lock>:holders`), and a late refresh of a permit must
+/// not cut a later one either: the other client would be admitted past the
+/// limit while the holder counts on the longer refresh.
+/// (The holder takes `weight` permits, the other two, of `weight` + 1: one
+/// of them at a time.)
+fn late_permit_refreshes(weight: u8) -> Config {
+    let mut config = late_refreshes();
+    let limit = weight + 1;
+    config.clients = vec![
+        Program::Permit {
+            acquires: 1,
+            limit,
+            weight,
+            refreshes: 2,
+        },
+        Program::Permit {
+            acquires: 1,
+            limit,
+            weight: 2,
+            refreshes: 0,
+        },
+    ];
+    config
+}
+
+#[test]
+fn a_late_refresh_of_a_permit_never_cuts_a_later_one() {
+    for weight in [1, 2] {
+        let checker = check(
+            &format!("late permit refreshes, weight {weight}"),
+            late_permit_refreshes(weight),
+            None,
+        );
+        assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+    }
+    let mut config = late_permit_refreshes(1);
+    config.renew = true;
+    config.faults = 2;
+    let checker = check("late permit refreshes, renewed", config, None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+}
+
+/// Fix (u) reverted, for permits: a refresh left unanswered runs after the
+/// holder's later, longer one, and cuts its permit's end back; the other
+/// client's two permits are admitted beside the holder's (three of two).
+#[test]
+fn reverted_u_a_late_permit_refresh_admits_past_the_limit() {
+    let mut config = late_permit_refreshes(1);
+    config.fixes.scripts.voids_refreshes = false;
+    let checker = check("(u) permit refreshes not voided", config, Some(PERMITS));
+    assert_violated(&*checker, PERMITS);
+}
+
 /// Fix (v) reverted: a refresh whose first run's link broke is answered on its
 /// second; the holder's next refresh (longer) gets no answer, and a renewal
 /// counts its whole ttl; the first run then arrives and cuts the lease.
@@ -638,6 +692,7 @@ fn weighted(acquires: u8, limit: u8, weight: u8) -> Program {
         acquires,
         limit,
         weight,
+        refreshes: 0,
     }
 }
 

@@ -3,8 +3,9 @@
 //! A `Hold` is what an acquire gives its caller: the token, the fencing token,
 //! and a lower bound of the moment Redis lets the lease go, by this host's clock.
 //! A hold that the watchdog looks after (renewals, or the check after a Sentinel
-//! failover) shares a `Watch` with it; the watch then carries that bound, and
-//! whether the hold was found lost.
+//! failover) shares a `Watch` with it; the watch then carries that bound (with
+//! the hold's own, when it only checks after a failover), and whether the hold
+//! was found lost.
 //!
 //! The bound must never exceed what any command in flight could leave on Redis.
 //! The holder's `refresh()` sets the expiry (it may shorten it); the watchdog's
@@ -30,6 +31,12 @@ pub(crate) const REVOKED_SET: &[u8] = b":revoked";
 /// lossy network, a socket buffer): what a void marker and a voided refresh are
 /// kept for past their lease (refresh.lua's `LATE_MS`).
 pub(crate) const LATE: Duration = Duration::from_secs(60);
+
+/// How many of a hold's refreshes may be left unanswered at once (within
+/// `LATE`): each later refresh names them all to Redis, so the list is kept
+/// well below what a script's arguments can carry. Past it, a refresh is not
+/// sent until the oldest is `LATE` old: Redis left this many unanswered.
+pub(crate) const MAX_UNANSWERED: usize = 64;
 
 /// `<lock>:stale:<token>`: the ids of the token's refreshes that a later one
 /// voided (see refresh.lua), in the lock's slot.
@@ -73,7 +80,7 @@ pub struct Hold {
     /// alone: it has no fencing token.
     pub shared: bool,
     /// No later than the moment Redis lets the lease go, by our clock (when no
-    /// watch keeps that bound instead).
+    /// renewing watch keeps that bound instead).
     until: Instant,
     /// When we started to want the lease, for the wait-time metric.
     pub acquired_at: Instant,
@@ -136,10 +143,22 @@ impl Hold {
     pub fn safe_until(&self) -> Instant {
         match self.own_watch() {
             Some(w) if w.ended() => w.safe_until().min(Instant::now()),
-            Some(w) => w.safe_until(),
-            // (A watch counts them itself: see `Watch::renewed`.)
-            None => self.until.min(self.unanswered_end().unwrap_or(self.until)),
+            // (A renewing watch counts them itself: see `Watch::renewed`.)
+            Some(w) if w.renew => w.safe_until(),
+            // One that only follows failovers ends with the lease it was told
+            // of; the holder's refreshes bound this hold, not the watch, so a
+            // hold that ran out on one that got no answer is not lost: its next
+            // refresh (owner-checked) may find it still ours.
+            Some(w) => w.safe_until().min(self.bound()),
+            None => self.bound(),
         }
+    }
+
+    /// What this hold counts on by itself: its lease, and no later than an
+    /// unanswered refresh may leave.
+    fn bound(&self) -> Instant {
+        self.unanswered_end()
+            .map_or(self.until, |end| end.min(self.until))
     }
 
     /// Takes over `old`'s unanswered refreshes (a hold of the same token, made
@@ -155,6 +174,16 @@ impl Hold {
             .filter(|&&(_, sent, _)| sent.elapsed() < LATE)
             .map(|(id, sent, ttl)| (id.clone(), (*sent).max(since), *ttl))
             .collect();
+    }
+
+    /// As many refreshes left unanswered within `LATE` as a refresh may name:
+    /// the next is not sent (see `Lease::refresh`).
+    pub(crate) fn unanswered_full(&self) -> bool {
+        self.unanswered_refreshes
+            .iter()
+            .filter(|&&(_, sent, _)| sent.elapsed() < LATE)
+            .count()
+            >= MAX_UNANSWERED
     }
 
     /// The earliest end an unanswered refresh may leave.
@@ -222,14 +251,7 @@ impl Hold {
             self.until = lease_end(sent, ttl);
         }
         if let Some(w) = self.own_watch() {
-            w.set(sent, ttl, extended);
-            // Answered, it voided every earlier one; but its own first run, whose
-            // link broke, may still come (and after a renewal).
-            if extended == Some(true) {
-                for &(_, at, t) in &self.unanswered_refreshes {
-                    w.setting(at, t);
-                }
-            }
+            w.set(sent, ttl, extended, &self.unanswered_refreshes);
         }
     }
 }
@@ -282,12 +304,33 @@ struct Schedule {
     ttl: Duration,
     /// After a failed renewal: when to try again.
     retry_at: Option<Instant>,
-    /// The holder's refreshes on their way (or never answered): when the last
-    /// was sent, and the shortest ttl among them.
-    setting: Option<(Instant, Duration)>,
+    /// The holder's refreshes on their way (or never answered): when each was
+    /// sent, and its ttl.
+    setting: Vec<(Instant, Duration)>,
     /// When the holder's last refresh was answered: a renewal sent before then
     /// may have run before it, and proves nothing beyond it.
     set_at: Option<Instant>,
+}
+
+impl Schedule {
+    /// Keeps a refresh of the holder's on its way, sent at `sent` to `ttl`. Past
+    /// the hold's own limit (a copy's, a forked child's, may add more), folded
+    /// into the last one: the later send, the shorter ttl.
+    fn pend(&mut self, sent: Instant, ttl: Duration) {
+        let full = self.setting.len() >= MAX_UNANSWERED;
+        match self.setting.last_mut() {
+            Some(last) if full => *last = (last.0.max(sent), last.1.min(ttl)),
+            _ => self.setting.push((sent, ttl)),
+        }
+    }
+
+    /// The shortest ttl a refresh on its way may leave, and `ttl`.
+    fn shortest(&self, ttl: Duration) -> Duration {
+        self.setting
+            .iter()
+            .map(|&(_, t)| t)
+            .fold(ttl, Duration::min)
+    }
 }
 
 /// The origin of `Watch::end`: an `Instant` cannot live in an atomic.
@@ -318,7 +361,7 @@ impl Watch {
         renew: bool,
         generation: u64,
     ) -> Watch {
-        Watch {
+        let mut w = Watch {
             key,
             holders,
             shared: hold.shared,
@@ -332,24 +375,23 @@ impl Watch {
             silent: AtomicBool::new(false),
             // A refresh of the token's that got no answer (before a conversion)
             // bounds renewals as one on its way does, until the next is answered.
-            end: AtomicU64::new(since_epoch(
-                hold.until.min(hold.unanswered_end().unwrap_or(hold.until)),
-            )),
+            end: AtomicU64::new(since_epoch(if renew { hold.bound() } else { hold.until })),
             sched: Mutex::new(Schedule {
                 ttl: hold.ttl,
                 retry_at: None,
-                // As `Watch::setting` folds them: the last sent, the shortest.
-                setting: hold
-                    .unanswered_refreshes
-                    .iter()
-                    .map(|&(_, sent, ttl)| (sent, ttl))
-                    .reduce(|(a, t), (b, u)| (a.max(b), t.min(u))),
+                setting: Vec::new(),
                 set_at: None,
             }),
+        };
+        for &(_, sent, ttl) in &hold.unanswered_refreshes {
+            w.sched.get_mut().pend(sent, ttl);
         }
+        w
     }
 
-    /// Until when, by our clock, the lease is ours as far as we know.
+    /// Until when, by our clock, the lease is ours as far as we know; for a
+    /// watch that only checks after a failover, leaving out the holder's
+    /// unanswered refreshes (`Hold::safe_until` counts those).
     pub fn safe_until(&self) -> Instant {
         epoch() + Duration::from_nanos(self.end.load(Ordering::Acquire))
     }
@@ -385,7 +427,7 @@ impl Watch {
     /// (of the shortest a refresh on its way may leave, while one is).
     pub(crate) fn due(&self) -> Instant {
         let s = self.sched.lock();
-        let ttl = s.setting.map_or(s.ttl, |(_, t)| t.min(s.ttl));
+        let ttl = s.shortest(s.ttl);
         s.retry_at.unwrap_or_else(|| {
             self.safe_until()
                 .checked_sub(ttl * 2 / 3)
@@ -490,12 +532,9 @@ impl Watch {
         if s.set_at.is_some_and(|at| sent < at) {
             return;
         }
-        // Sent a command's longest delay after the last of them, it ran after
-        // every one of them.
-        if s.setting.is_some_and(|(at, _)| sent >= at + LATE) {
-            s.setting = None;
-        }
-        let bound = lease_end(sent, s.setting.map_or(ttl, |(_, t)| t.min(ttl)));
+        // Sent a command's longest delay after one of them, it ran after it.
+        s.setting.retain(|&(at, _)| sent < at + LATE);
+        let bound = lease_end(sent, s.shortest(ttl));
         if bound > self.safe_until() {
             self.end.store(since_epoch(bound), Ordering::Release);
         }
@@ -503,35 +542,46 @@ impl Watch {
     }
 
     /// The holder's refresh to `ttl` is on its way (sent at `sent`). Of those
-    /// on their way (or never answered), the shortest counts.
+    /// on their way (or never answered), the shortest counts. (A watch that
+    /// only follows failovers is not lowered: see `Hold::safe_until`.)
     fn setting(&self, sent: Instant, ttl: Duration) {
         let mut s = self.sched.lock();
-        let (last, t) = s
-            .setting
-            .map_or((sent, ttl), |(at, t)| (at.max(sent), t.min(ttl)));
-        s.setting = Some((last, t));
+        s.pend(sent, ttl);
         s.ttl = ttl;
         let bound = lease_end(sent, ttl);
-        if bound < self.safe_until() {
+        if self.renew && bound < self.safe_until() {
             self.end.store(since_epoch(bound), Ordering::Release);
         }
     }
 
     /// The holder's refresh was answered (see `Hold::refreshed`). Its holder
-    /// counts a refresh that found the lease gone.
-    fn set(&self, sent: Instant, ttl: Duration, extended: Option<bool>) {
+    /// counts a refresh that found the lease gone. Answered, it voided every
+    /// earlier one; but its own first run, whose link broke, may still come (and
+    /// after a renewal): what is `left` of the hold's unanswered ones is kept
+    /// on its way, in the same step (a renewal confirmed in between would count
+    /// its whole ttl).
+    fn set(
+        &self,
+        sent: Instant,
+        ttl: Duration,
+        extended: Option<bool>,
+        left: &[(Token, Instant, Duration)],
+    ) {
         let mut s = self.sched.lock();
         match extended {
             Some(true) if !self.ended() => {
-                s.setting = None;
+                s.setting.clear();
+                for &(_, at, t) in left {
+                    s.pend(at, t);
+                }
                 s.set_at = Some(Instant::now());
                 s.retry_at = None;
                 self.end
                     .store(since_epoch(lease_end(sent, ttl)), Ordering::Release);
             }
-            Some(true) => s.setting = None,
+            Some(true) => s.setting.clear(),
             Some(false) => {
-                s.setting = None;
+                s.setting.clear();
                 let _ = self.state.compare_exchange(
                     WATCHING,
                     LOST,
@@ -683,6 +733,78 @@ mod tests {
             lease_end(t1, S * 60),
             "voided by the next"
         );
+    }
+
+    /// Two refreshes left unanswered, a short one and a long one sent later:
+    /// each bounds renewals until a command's longest delay after its own send.
+    /// Before, the watch kept one (last send, shortest ttl): the short ttl
+    /// bounded renewals until a minute after the long one.
+    #[test]
+    fn each_unanswered_refresh_bounds_renewals_until_it_cannot_arrive() {
+        let (mut hold, w) = watched(S * 30);
+        let t0 = Instant::now();
+        hold.refreshing(t0, S * 2);
+        hold.refreshed(t0, S * 2, None);
+        let t1 = t0 + S * 50;
+        hold.refreshing(t1, S * 60);
+        hold.refreshed(t1, S * 60, None);
+        // (Renewals extend to the last refresh's ttl.)
+        assert_eq!(w.ttl(), S * 60);
+        let t2 = t0 + S * 55;
+        w.renewed(t2, w.ttl());
+        assert_eq!(hold.safe_until(), lease_end(t2, S * 2), "the short one");
+        let t3 = t0 + LATE + S;
+        w.renewed(t3, w.ttl());
+        let end = lease_end(t3, S * 60);
+        assert_eq!(hold.safe_until(), end, "the short one gone");
+        assert_eq!(w.due(), end - S * 40, "due as for 60 s");
+    }
+
+    /// A watch that only follows failovers (a Sentinel endpoint, no renewals)
+    /// ends with the lease. A refresh that got no answer bounds the hold, but
+    /// does not end the watch: the hold is not lost, and the holder's next
+    /// refresh (owner-checked) may find it still ours, as for a hold nobody
+    /// watches. Before, the watch expired on it, and refresh() said false.
+    #[test]
+    fn an_unanswered_refresh_never_ends_a_watch_that_only_follows_failovers() {
+        let check = |hold: &mut Hold| {
+            let w = Arc::new(Watch::new(
+                (b"k".to_vec(), b"h".to_vec()),
+                hold,
+                Kind::Lock,
+                None,
+                false,
+                1,
+            ));
+            hold.watch = Some(w.clone());
+            w
+        };
+        let Some(long_ago) = Instant::now().checked_sub(S * 10) else {
+            return;
+        };
+        // Its own refresh, unanswered (as `Lease::refresh` keeps it).
+        let mut hold = Hold::new(Token::generate(), 0, S * 30, long_ago);
+        let w = check(&mut hold);
+        hold.refreshing(long_ago, S * 2);
+        hold.unanswered_refreshes
+            .push((Token::generate(), long_ago, S * 2));
+        hold.refreshed(long_ago, S * 2, None);
+        assert!(hold.safe_until() <= lease_end(long_ago, S * 2));
+        assert!(!hold.lost() && !w.ended(), "not lost");
+        let now = Instant::now();
+        hold.refreshing(now, S * 30);
+        hold.unanswered_refreshes.clear();
+        hold.refreshed(now, S * 30, Some(true));
+        assert_eq!(hold.safe_until(), lease_end(now, S * 30), "ours again");
+        // Carried to a converted hold.
+        let mut old = Hold::new(Token::generate(), 0, S * 30, long_ago);
+        old.unanswered_refreshes
+            .push((Token::generate(), long_ago, S * 2));
+        let mut hold = Hold::new(old.token.clone(), 0, S * 30, long_ago);
+        hold.carry_unanswered(&old);
+        let w = check(&mut hold);
+        assert!(hold.safe_until() <= lease_end(long_ago, S * 2));
+        assert!(!hold.lost() && !w.ended(), "a converted hold not lost");
     }
 
     #[test]

@@ -239,11 +239,13 @@ enum Extend<'a> {
     /// A grant extended on our own link, for its WAIT: never shortened (a late
     /// run must not cut a longer refresh of the holder's).
     Grant,
-    /// The holder's refresh `id`: exactly to its ttl, voiding the hold's
-    /// `earlier` refreshes that got no answer.
+    /// The holder's refresh `id`: exactly to its ttl (`at_least`: never
+    /// shorter, in a forked child), voiding the hold's `earlier` refreshes that
+    /// got no answer.
     Holder {
         id: &'a Token,
         earlier: &'a [(Token, Instant, Duration)],
+        at_least: bool,
     },
 }
 
@@ -649,8 +651,13 @@ impl Lease {
             Extend::Grant => {
                 call.arg("at_least");
             }
-            Extend::Holder { id, earlier } => {
-                call.arg("").arg(id.as_str());
+            Extend::Holder {
+                id,
+                earlier,
+                at_least,
+            } => {
+                call.arg(if at_least { "at_least" } else { "" })
+                    .arg(id.as_str());
                 for (e, ..) in earlier {
                     call.arg(e.as_str());
                 }
@@ -1298,18 +1305,41 @@ impl Lease {
 
     /// Sets `hold` to end `ttl` from now. False when it was no longer ours.
     pub fn refresh(&self, hold: &mut Hold, ttl: Duration) -> Result<bool> {
+        self.refresh_as(hold, ttl, false)
+    }
+
+    /// `refresh`; `inherited`: the hold is a forked child's copy of its
+    /// parent's, which the parent counts on as it last set it: the lease is set
+    /// to end no sooner than it would (a child's refresh that shortened it
+    /// would leave the parent counting on more than Redis keeps).
+    pub(crate) fn refresh_as(
+        &self,
+        hold: &mut Hold,
+        ttl: Duration,
+        inherited: bool,
+    ) -> Result<bool> {
         let sent = Instant::now();
+        // Those sent longer ago than a command may be late cannot arrive any more.
+        hold.unanswered_refreshes
+            .retain(|&(_, at, _)| sent.saturating_duration_since(at) < hold::LATE);
+        // Each is named to Redis by every later refresh, until one is answered.
+        if hold.unanswered_full() {
+            return Err(Error::Connection(format!(
+                "The lease was not extended (not sent): Redis at {} left {} of its \
+                 refreshes unanswered in the last {} s, and each may still arrive",
+                self.endpoint.location(),
+                hold::MAX_UNANSWERED,
+                hold::LATE.as_secs()
+            )));
+        }
         // Until answered (and, with wait_replicas, replicated), nothing is counted
         // on past what this refresh may leave, nor past what was there before.
         hold.refreshing(sent, ttl);
         let id = Token::generate();
-        // Those sent longer ago than a command may be late cannot arrive any more
-        // (and the list stays short while Redis does not answer).
-        hold.unanswered_refreshes
-            .retain(|&(_, at, _)| sent.saturating_duration_since(at) < hold::LATE);
         let how = Extend::Holder {
             id: &id,
             earlier: &hold.unanswered_refreshes,
+            at_least: inherited,
         };
         // As `call_idempotent`, sent again once on a broken link, with the same
         // id (both runs set the expiry to `ttl` from no earlier than `sent`).

@@ -234,8 +234,13 @@ impl Lock {
             let Some((token, ttl)) = self.refresh_sent.clone() else {
                 return;
             };
-            if self.hold.as_ref().map(|h| &h.token) != Some(&token) {
+            let Some(hold) = self.hold.as_ref().filter(|h| h.token == token) else {
                 break;
+            };
+            // Refused unsent (see `Lease::refresh`): left for the next call to
+            // send, once the oldest unanswered one is a minute old.
+            if hold.unanswered_full() {
+                return;
             }
             if self.refresh(ttl).is_err() {
                 break;
@@ -512,8 +517,15 @@ impl Lock {
     /// readers keep it past `wait`, or another reader waits to upgrade: our read
     /// hold stays. False too when our hold had run out: someone may have come
     /// between, and what we read (or wrote) is not protected any more; the hold is
-    /// gone then.
+    /// gone then. False in a forked child (the hold, its parent's, stays).
     fn convert(&mut self, want: Want, wait: Duration) -> Result<bool> {
+        // A forked child's copy of its parent's hold is the parent's, which
+        // counts on it as what it is: converted here, an upgrade would hold the
+        // lock alone beside the parent reading, a downgrade let readers in
+        // beside the parent writing. The hold stays as it is.
+        if self.pid != crate::core::pid::current() {
+            return Ok(false);
+        }
         self.settle(true)?;
         let Some(token) = self.hold.as_ref().map(|h| h.token.clone()) else {
             // A release left open finished: nothing to convert, a fresh hold to
@@ -538,9 +550,16 @@ impl Lock {
         {
             Ok(Got::Held(mut hold)) => {
                 // The token's refreshes left unanswered may still arrive, and set
-                // the converted hold's expiry: its next refresh voids them.
+                // the converted hold's expiry: its next refresh voids them. One
+                // sent again before the token leaves (`settle_refresh`) asks for
+                // the lease the conversion granted, not the old refresh's.
                 if let Some(old) = &self.hold {
                     hold.carry_unanswered(old);
+                }
+                if let Some((t, ttl)) = &mut self.refresh_sent {
+                    if *t == hold.token {
+                        *ttl = hold.ttl;
+                    }
                 }
                 self.set_hold(Some(hold), generation);
                 Ok(true)
@@ -636,11 +655,17 @@ impl Lock {
         if hold.lost() {
             return Ok(false);
         }
-        let answer = self.lease.refresh(&mut hold, ttl);
+        // Refused unsent (see `Lease::refresh`): nothing of it is to be sent again.
+        let refused = hold.unanswered_full();
+        // In a forked child, the parent's hold (see `Lease::refresh_as`).
+        let inherited = self.pid != crate::core::pid::current();
+        let answer = self.lease.refresh_as(&mut hold, ttl, inherited);
         // A run that may still come (unanswered, or a first run whose link
         // broke) is sent again before the token leaves (`settle_refresh`).
-        self.refresh_sent =
-            (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
+        if !refused {
+            self.refresh_sent =
+                (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
+        }
         let ok = match answer {
             Ok(ok) => ok,
             Err(e) => {

@@ -212,9 +212,13 @@ function mx_run_cell(int $id, int $run, array $o): array
                 if ($kind === 'rw' || $kind === 'sem') {
                     $name = $shared[$w][$kind];
                     $shape = $kind === 'sem' ? 'permit' : MX_RW_SHAPES[$k % count(MX_RW_SHAPES)];
+                    // By rounds of shapes (of the permit counts, 1 and 2): plain, moved (detach +
+                    // restore), refreshed, both.
+                    $variant = intdiv($k, $kind === 'sem' ? 2 : count(MX_RW_SHAPES)) % 4;
                     return [FcgiClient::params(__DIR__ . '/app/shared.php',
                         ['shape' => $shape, 'name' => $name, 'rid' => $rid, 'ttl' => MX_LOCK_TTL, 'wait' => MX_LOCK_WAIT,
                             'res' => "res:$name", 'work_us' => MX_WORK_US, 'limit' => MX_SEM_LIMIT, 'permits' => 1 + $k % 2]
+                            + ($variant & 1 ? ['moved' => '1'] : []) + ($variant & 2 ? ['refresh' => '1'] : [])
                             + ($o['plant'] !== '' && intdiv($k, count(MX_RW_SHAPES)) % 3 === 0 ? ['plant' => $o['plant']] : []),
                         ['RL_DSN' => $lockDsn, 'RL_CTL_PORT' => $ctl['port']]),
                         ['kind' => 'shared', 'shape' => $shape, 'w' => $w, 'name' => $name]];
@@ -541,7 +545,8 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
         'fenced' => 0, 'longest' => 0.0, 'recovery' => 0.0, 'stall' => null, 'rate' => null,
         'switch' => mx_s($ann - $tl['fault']), 'promo' => mx_s($tl['promotion'] - $tl['fault']), 'notes' => $tl['notes'],
         'failures' => [], 'shared_ok' => 0, 'viol' => 0, 'viol_after' => 0, 'sfenced' => 0,
-        'shapes' => ['read' => 0, 'write' => 0, 'up' => 0, 'upgraded' => 0, 'down' => 0, 'downgraded' => 0, 'permit' => 0]];
+        'shapes' => ['read' => 0, 'write' => 0, 'up' => 0, 'upgraded' => 0, 'down' => 0, 'downgraded' => 0, 'permit' => 0,
+            'moved' => 0, 'refreshed' => 0]];
 
     // (c) requests failed, the longest, stuck ones.
     usort($rs, fn($a, $b) => mx_span($a)[0] <=> mx_span($b)[0]);
@@ -627,6 +632,8 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
             $row['shapes'][$r['meta']['shape']]++;
             $row['shapes']['upgraded'] += ($r['r']['converted'] ?? null) === true && $r['meta']['shape'] === 'up' ? 1 : 0;
             $row['shapes']['downgraded'] += ($r['r']['converted'] ?? null) === true && $r['meta']['shape'] === 'down' ? 1 : 0;
+            $row['shapes']['moved'] += ($r['r']['moved'] ?? null) === true ? 1 : 0;
+            $row['shapes']['refreshed'] += ($r['r']['refreshed'] ?? null) === true ? 1 : 0;
         }
     }
     foreach ($shared as $name) {
@@ -731,7 +738,8 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
         }
     }
     if (empty($cell['loop']) && ($row['shapes']['read'] === 0 || $row['shapes']['write'] === 0 || $row['shapes']['up'] === 0
-            || $row['shapes']['down'] === 0 || $row['shapes']['permit'] === 0)) {
+            || $row['shapes']['down'] === 0 || $row['shapes']['permit'] === 0 || $row['shapes']['moved'] === 0
+            || $row['shapes']['refreshed'] === 0)) {
         $why[] = 'a kind of shared hold never succeeded: nothing was checked of it (' . json_encode($row['shapes']) . ')';
     }
     if (!empty($cell['loop']) && $w === 1 && $row['stall'] > 2.0) {
@@ -772,8 +780,9 @@ function mx_print_details(array $rows): void
         $bits[] = sprintf('promotion %+.3f s, announcement %+.3f s after the fault', $r['promo'], $r['switch']);
         $sh = $r['shapes'];
         $bits[] = sprintf('read/write lock and semaphore: %d requests ok: %d reads, %d writes, %d upgrades asked (%d granted), '
-            . '%d downgrades (%d converted), %d permits (limit %d)', $r['shared_ok'], $sh['read'], $sh['write'], $sh['up'],
-            $sh['upgraded'], $sh['down'], $sh['downgraded'], $sh['permit'], MX_SEM_LIMIT);
+            . '%d downgrades (%d converted), %d permits (limit %d); %d moved (detached, restored), %d refreshed',
+            $r['shared_ok'], $sh['read'], $sh['write'], $sh['up'], $sh['upgraded'], $sh['down'], $sh['downgraded'],
+            $sh['permit'], MX_SEM_LIMIT, $sh['moved'], $sh['refreshed']);
         if ($r['lost_examples'] !== []) {
             $last = max(array_column($r['lost_list'], 3));
             $bits[] = sprintf('lost (acked %+.3f to %+.3f s from the announcement): ', min(array_column($r['lost_list'], 3)), $last)

@@ -41,8 +41,13 @@ pub enum Program {
         detach: bool,
     },
     /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
-    /// once (with a wait), hold, release.
-    Permit { acquires: u8, limit: u8, weight: u8 },
+    /// once (with a wait), hold, maybe refresh, release.
+    Permit {
+        acquires: u8,
+        limit: u8,
+        weight: u8,
+        refreshes: u8,
+    },
     /// `DistributedLock::restore()` of the token another client detached, then
     /// `synchronized()` (the lock alone) on it, then release.
     Restorer,

@@ -111,7 +111,14 @@ impl System {
             (Program::Permit { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
                 ops.push(Op::Acquire);
             }
-            (Program::Permit { .. }, Pc::Held) => ops.push(Op::Release),
+            (Program::Permit { refreshes, .. }, Pc::Held) => {
+                if counting && client.refreshes < refreshes {
+                    for &ttl in &cfg.refresh_ttls {
+                        ops.push(Op::Refresh(ttl));
+                    }
+                }
+                ops.push(Op::Release);
+            }
             (Program::Restorer, Pc::Idle)
                 if !busy && client.ops == 0 && s.ghost.detached.is_some() =>
             {

@@ -6,13 +6,15 @@
  * leave, release. Replies with one JSON object of every step's outcome and
  * hrtime(true) timestamps (CLOCK_MONOTONIC, comparable across processes).
  *
- *   shared.php?shape=S&name=N&rid=R&ttl=S&wait=S&res=KEY&work_us=U[&limit=L&permits=P]
+ *   shared.php?shape=S&name=N&rid=R&ttl=S&wait=S&res=KEY&work_us=U[&limit=L&permits=P][&moved=1][&refresh=1]
  *   FastCGI params: RL_DSN, RL_CTL_PORT
  *
  * Shapes: read (acquireRead), write (acquire, with its fencing token), up (a
  * read, then acquire() on it: an upgrade, with a fresh fencing token; refused
  * or timed out, it leaves as the reader it was), down (a write, then
  * acquireRead() on it: a downgrade), permit (`permits` at once of a DistributedSemaphore of `limit`).
+ * Any shape may be moved (detach(), then restore() in a fresh object, which asks Redis what the token
+ * holds before it is used) and refreshed (refresh() between its two spells of work).
  *
  * The guarded resource `res` (a hash, and lists res:violations and res:fenced)
  * is updated by one Lua script per step, so each check is atomic whatever the
@@ -84,8 +86,13 @@ $ttl = (float) ($_GET['ttl'] ?? 3.0);
 $wait = (float) ($_GET['wait'] ?? 2.0);
 $limit = (int) ($_GET['limit'] ?? 2);
 $permits = (int) ($_GET['permits'] ?? 1);
+// moved=1: the hold is detached and restored in a fresh object before it is used (a token handed
+// on); refresh=1: it is refreshed between its two spells of work.
+$moved = ($_GET['moved'] ?? '') === '1';
+$refresh = ($_GET['refresh'] ?? '') === '1';
 $out = ['kind' => 'shared', 'shape' => $shape, 'rid' => (int) $rid, 'pid' => getmypid(), 'acquired' => null,
-    'converted' => null, 'entered' => null, 'released' => null, 'exception' => null, 'step' => 'construct'];
+    'moved' => null, 'refreshed' => null, 'converted' => null, 'entered' => null, 'released' => null,
+    'exception' => null, 'step' => 'construct'];
 $ctl = null;
 $inside = null; // what we are recorded inside the resource as, so that an exception still leaves
 
@@ -111,6 +118,16 @@ try {
         default => $obj->acquire($wait),
     };
     $out['t_acq'] = hrtime(true);
+    if ($out['acquired'] && $moved && !$unheld) {
+        // The restored object counts on nothing until it has asked Redis what the token holds.
+        $out['step'] = 'move';
+        $token = $obj->detach();
+        $obj = $shape === 'permit'
+            ? DistributedSemaphore::restore($name, $limit, $token, $ttl, $dsn)
+            : DistributedLock::restore($name, $token, $ttl, $dsn);
+        $out['moved'] = $obj->isAcquired();
+        $out['acquired'] = $out['moved'];
+    }
     if ($out['acquired']) {
         $out['step'] = 'enter';
         switch ($shape) {
@@ -132,7 +149,19 @@ try {
         }
         $out['entered'] ??= true;
         $unheld ? usleep(20000) : $work();
-        if ($shape === 'up') {
+        $lost = false;
+        if ($refresh && !$unheld) {
+            // False: the lease ran out meanwhile (a failover's window); nothing more is done inside.
+            $out['step'] = 'refresh';
+            $out['refreshed'] = $obj->refresh();
+            $lost = !$out['refreshed'];
+            if (!$lost) {
+                $work();
+            }
+        }
+        if ($lost) {
+            // (Left below, released.)
+        } elseif ($shape === 'up') {
             $out['step'] = 'upgrade';
             $out['converted'] = $obj->acquire($wait);
             if ($out['converted']) {
