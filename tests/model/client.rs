@@ -275,7 +275,7 @@ pub struct Hold {
     /// `Hold::unanswered_refreshes`: the ids (bits) of its refreshes that got
     /// no answer, for the next one to void. (Their bound is the watch's
     /// `setting`, kept until a refresh is answered: the model's refreshes are
-    /// the lock holder's, never carried across a conversion.)
+    /// a lock holder's or a permit's, never carried across a conversion.)
     pub unanswered: u8,
 }
 
