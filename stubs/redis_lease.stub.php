@@ -159,7 +159,7 @@ namespace {
          * and our read hold stays if they keep it past `$wait`. Two readers upgrading at once
          * would wait for each other for ever: the second one gets false at once. A read hold whose
          * lease ran out cannot be upgraded (a writer may have come between): false, and the hold
-         * is gone.
+         * is gone. In a pcntl_fork() child, on its parent's read hold: false, the hold as it was.
          * After a release() that timed out, that release is completed first and a fresh lease taken.
          *
          * @param float $wait Seconds to wait: >= 0 (0: try once) and at most 2592000.
@@ -179,7 +179,8 @@ namespace {
          * queued together at the head of the queue are woken together. Called while holding the
          * lock alone (a writer), it downgrades our hold to a read hold at once, and the readers
          * queued at the head get in with us; nobody else can come between (false, and the hold
-         * is gone, when our write lease had run out). Called while holding a read hold, it extends
+         * is gone, when our write lease had run out; in a pcntl_fork() child, on its parent's
+         * write hold: false, the hold as it was). Called while holding a read hold, it extends
          * it to the full ttl.
          *
          * A read hold is a lease of its own (refresh(), autoRenew, release(), isAcquired(),
@@ -339,7 +340,11 @@ namespace {
          */
         public function release(): bool {}
 
-        /** Extends our permit to `$ttl` seconds from now (null: the constructor's ttl). */
+        /**
+         * Extends our permit to `$ttl` seconds from now (null: the constructor's ttl); as
+         * DistributedLock::refresh() (in a pcntl_fork() child, on its parent's permit, it never
+         * shortens it).
+         */
         public function refresh(?float $ttl = null): bool {}
 
         /** Asks Redis whether our permit is still ours. */

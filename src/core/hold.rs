@@ -176,14 +176,13 @@ impl Hold {
             .collect();
     }
 
-    /// As many refreshes left unanswered within `LATE` as a refresh may name:
-    /// the next is not sent (see `Lease::refresh`).
-    pub(crate) fn unanswered_full(&self) -> bool {
+    /// Drops the unanswered refreshes sent `LATE` before `now` (they cannot
+    /// arrive any more). True when as many are left as a refresh may name: the
+    /// next is not sent (see `Lease::refresh`).
+    pub(crate) fn unanswered_full(&mut self, now: Instant) -> bool {
         self.unanswered_refreshes
-            .iter()
-            .filter(|&&(_, sent, _)| sent.elapsed() < LATE)
-            .count()
-            >= MAX_UNANSWERED
+            .retain(|&(_, sent, _)| now.saturating_duration_since(sent) < LATE);
+        self.unanswered_refreshes.len() >= MAX_UNANSWERED
     }
 
     /// The earliest end an unanswered refresh may leave.

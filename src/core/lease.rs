@@ -1319,18 +1319,9 @@ impl Lease {
         inherited: bool,
     ) -> Result<bool> {
         let sent = Instant::now();
-        // Those sent longer ago than a command may be late cannot arrive any more.
-        hold.unanswered_refreshes
-            .retain(|&(_, at, _)| sent.saturating_duration_since(at) < hold::LATE);
         // Each is named to Redis by every later refresh, until one is answered.
-        if hold.unanswered_full() {
-            return Err(Error::Connection(format!(
-                "The lease was not extended (not sent): Redis at {} left {} of its \
-                 refreshes unanswered in the last {} s, and each may still arrive",
-                self.endpoint.location(),
-                hold::MAX_UNANSWERED,
-                hold::LATE.as_secs()
-            )));
+        if hold.unanswered_full(sent) {
+            return Err(self.refresh_refused());
         }
         // Until answered (and, with wait_replicas, replicated), nothing is counted
         // on past what this refresh may leave, nor past what was there before.
@@ -1398,6 +1389,18 @@ impl Lease {
             metrics::incr(Counter::LockLost);
         }
         Ok(ok)
+    }
+
+    /// A refresh not sent: too many of the hold's are unanswered (see
+    /// `Hold::unanswered_full`).
+    pub(crate) fn refresh_refused(&self) -> Error {
+        Error::Connection(format!(
+            "The lease was not extended (not sent): Redis at {} left {} of its refreshes \
+             unanswered in the last {} s, and each may still arrive",
+            self.endpoint.location(),
+            hold::MAX_UNANSWERED,
+            hold::LATE.as_secs()
+        ))
     }
 
     /// The fencing token of `hold`, assigned now if it has none yet (fence.lua);

@@ -234,12 +234,12 @@ impl Lock {
             let Some((token, ttl)) = self.refresh_sent.clone() else {
                 return;
             };
-            let Some(hold) = self.hold.as_ref().filter(|h| h.token == token) else {
+            let Some(hold) = self.hold.as_mut().filter(|h| h.token == token) else {
                 break;
             };
             // Refused unsent (see `Lease::refresh`): left for the next call to
             // send, once the oldest unanswered one is a minute old.
-            if hold.unanswered_full() {
+            if hold.unanswered_full(Instant::now()) {
                 return;
             }
             if self.refresh(ttl).is_err() {
@@ -655,17 +655,18 @@ impl Lock {
         if hold.lost() {
             return Ok(false);
         }
-        // Refused unsent (see `Lease::refresh`): nothing of it is to be sent again.
-        let refused = hold.unanswered_full();
+        // Refused unsent (as `Lease::refresh` would): nothing of it is to be
+        // sent again, and the hold stays as it was.
+        if hold.unanswered_full(Instant::now()) {
+            return Err(self.lease.refresh_refused());
+        }
         // In a forked child, the parent's hold (see `Lease::refresh_as`).
         let inherited = self.pid != crate::core::pid::current();
         let answer = self.lease.refresh_as(&mut hold, ttl, inherited);
         // A run that may still come (unanswered, or a first run whose link
         // broke) is sent again before the token leaves (`settle_refresh`).
-        if !refused {
-            self.refresh_sent =
-                (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
-        }
+        self.refresh_sent =
+            (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
         let ok = match answer {
             Ok(ok) => ok,
             Err(e) => {

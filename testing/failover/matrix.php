@@ -546,7 +546,7 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
         'switch' => mx_s($ann - $tl['fault']), 'promo' => mx_s($tl['promotion'] - $tl['fault']), 'notes' => $tl['notes'],
         'failures' => [], 'shared_ok' => 0, 'viol' => 0, 'viol_after' => 0, 'sfenced' => 0,
         'shapes' => ['read' => 0, 'write' => 0, 'up' => 0, 'upgraded' => 0, 'down' => 0, 'downgraded' => 0, 'permit' => 0,
-            'moved' => 0, 'refreshed' => 0]];
+            'moved' => 0, 'refreshed' => 0, 'moved permits' => 0, 'refreshed permits' => 0]];
 
     // (c) requests failed, the longest, stuck ones.
     usort($rs, fn($a, $b) => mx_span($a)[0] <=> mx_span($b)[0]);
@@ -632,8 +632,13 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
             $row['shapes'][$r['meta']['shape']]++;
             $row['shapes']['upgraded'] += ($r['r']['converted'] ?? null) === true && $r['meta']['shape'] === 'up' ? 1 : 0;
             $row['shapes']['downgraded'] += ($r['r']['converted'] ?? null) === true && $r['meta']['shape'] === 'down' ? 1 : 0;
-            $row['shapes']['moved'] += ($r['r']['moved'] ?? null) === true ? 1 : 0;
-            $row['shapes']['refreshed'] += ($r['r']['refreshed'] ?? null) === true ? 1 : 0;
+            $permit = $r['meta']['shape'] === 'permit';
+            foreach (['moved', 'refreshed'] as $how) {
+                if (($r['r'][$how] ?? null) === true) {
+                    $row['shapes'][$how]++;
+                    $row['shapes']["$how permits"] += $permit ? 1 : 0;
+                }
+            }
         }
     }
     foreach ($shared as $name) {
@@ -738,9 +743,12 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
         }
     }
     if (empty($cell['loop']) && ($row['shapes']['read'] === 0 || $row['shapes']['write'] === 0 || $row['shapes']['up'] === 0
-            || $row['shapes']['down'] === 0 || $row['shapes']['permit'] === 0 || $row['shapes']['moved'] === 0
-            || $row['shapes']['refreshed'] === 0)) {
-        $why[] = 'a kind of shared hold never succeeded: nothing was checked of it (' . json_encode($row['shapes']) . ')';
+            || $row['shapes']['down'] === 0 || $row['shapes']['permit'] === 0
+            || $row['shapes']['moved permits'] === 0 || $row['shapes']['moved'] === $row['shapes']['moved permits']
+            || $row['shapes']['refreshed permits'] === 0
+            || $row['shapes']['refreshed'] === $row['shapes']['refreshed permits'])) {
+        $why[] = 'a kind of shared hold (or its moved or refreshed form) never succeeded: nothing was checked of it ('
+            . json_encode($row['shapes']) . ')';
     }
     if (!empty($cell['loop']) && $w === 1 && $row['stall'] > 2.0) {
         $why[] = sprintf('the write loop stalled %.2f s after the new master was named', $row['stall']);

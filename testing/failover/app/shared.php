@@ -138,8 +138,9 @@ try {
                 break;
             case 'write':
             case 'down':
-                $fence = $unheld ? PHP_INT_MAX - (int) $rid : (int) $obj->getFencingToken();
-                $out['entered'] = $record('enter_w', $fence);
+                // Null: the hold was lost since (a failover's window): not entered, not ok.
+                $fence = $unheld ? PHP_INT_MAX - (int) $rid : $obj->getFencingToken();
+                $out['entered'] = $fence !== null && $record('enter_w', $fence);
                 $inside = $out['entered'] ? 'w' : null;
                 break;
             case 'permit':
@@ -165,8 +166,11 @@ try {
             $out['step'] = 'upgrade';
             $out['converted'] = $obj->acquire($wait);
             if ($out['converted']) {
-                $ok = $record('r2w', (int) $obj->getFencingToken());
-                $inside = $ok ? 'w' : null;
+                // Null (lost since), or fenced (RESOURCE changes nothing then): it
+                // leaves as the reader it is still recorded as.
+                $fence = $obj->getFencingToken();
+                $ok = $fence !== null && $record('r2w', $fence);
+                $inside = $ok ? 'w' : 'r';
                 $out['entered'] = $ok;
                 $work();
             }
