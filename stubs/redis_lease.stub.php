@@ -215,7 +215,8 @@ namespace {
          * @param float|null $ttl Seconds (> 0, at most 2592000); null: the constructor's ttl.
          * @return bool False when the lease was no longer ours (it cannot be extended then).
          * @throws \ValueError
-         * @throws \RedisLease\ConnectionException
+         * @throws \RedisLease\ConnectionException also, without sending anything, while 64 of this
+         *         hold's refreshes sent in the last minute got no answer (each later one names them).
          */
         public function refresh(?float $ttl = null): bool {}
 

@@ -304,7 +304,8 @@ struct Schedule {
     /// After a failed renewal: when to try again.
     retry_at: Option<Instant>,
     /// The holder's refreshes on their way (or never answered): when each was
-    /// sent, and its ttl.
+    /// sent, and its ttl. (Read by renewals only: a watch that does not renew
+    /// keeps them unread.)
     setting: Vec<(Instant, Duration)>,
     /// When the holder's last refresh was answered: a renewal sent before then
     /// may have run before it, and proves nothing beyond it.
@@ -313,8 +314,9 @@ struct Schedule {
 
 impl Schedule {
     /// Keeps a refresh of the holder's on its way, sent at `sent` to `ttl`. Past
-    /// the hold's own limit (a copy's, a forked child's, may add more), folded
-    /// into the last one: the later send, the shorter ttl.
+    /// the hold's own limit, folded into the last one (the later send, the
+    /// shorter ttl): the hold drops an entry a minute after its send, the watch
+    /// only when a renewal is confirmed, so the watch may keep more.
     fn pend(&mut self, sent: Instant, ttl: Duration) {
         let full = self.setting.len() >= MAX_UNANSWERED;
         match self.setting.last_mut() {
@@ -778,9 +780,9 @@ mod tests {
             hold.watch = Some(w.clone());
             w
         };
-        let Some(long_ago) = Instant::now().checked_sub(S * 10) else {
-            return;
-        };
+        let long_ago = Instant::now()
+            .checked_sub(S * 10)
+            .expect("a monotonic clock 10 s past its origin");
         // Its own refresh, unanswered (as `Lease::refresh` keeps it).
         let mut hold = Hold::new(Token::generate(), 0, S * 30, long_ago);
         let w = check(&mut hold);

@@ -237,8 +237,8 @@ impl Lock {
             let Some(hold) = self.hold.as_mut().filter(|h| h.token == token) else {
                 break;
             };
-            // Refused unsent (see `Lease::refresh`): left for the next call to
-            // send, once the oldest unanswered one is a minute old.
+            // Refused unsent (see `Lease::refresh`): getToken() leaves it for
+            // its next call; detach() hands the token out without it.
             if hold.unanswered_full(Instant::now()) {
                 return;
             }
@@ -644,7 +644,8 @@ impl Lock {
         }
     }
 
-    /// Sets our lease to end `ttl` from now. False when it was no longer ours
+    /// Sets our lease to end `ttl` from now (in a forked child, on its parent's
+    /// hold, no sooner than it would). False when it was no longer ours
     /// (then we forget it), or the watchdog gave it up (then it is kept for the
     /// release, but not extended: its holder may have been told it is lost).
     pub fn refresh(&mut self, ttl: Duration) -> Result<bool> {

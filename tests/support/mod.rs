@@ -318,12 +318,13 @@ impl Sentinel {
         std::fs::write(
             &conf,
             format!(
-                "port {port}\nbind 127.0.0.1\ndir {}\n\
+                "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\n\
                  sentinel monitor {service} 127.0.0.1 {master_port} 2\n\
-                 sentinel down-after-milliseconds {service} 1000\n\
+                 sentinel down-after-milliseconds {service} {SETUP_DOWN_AFTER_MS}\n\
                  sentinel failover-timeout {service} 3000\n\
                  sentinel parallel-syncs {service} 1\n{extra}",
-                dir.display()
+                dir.display(),
+                dir.join("sentinel.log").display()
             ),
         )
         .unwrap();
@@ -376,6 +377,11 @@ impl Drop for Sentinel {
     }
 }
 
+/// While sentinels meet: a loaded machine (parallel tests) can stall a server
+/// for a second, and a failover during the set-up leaves the set not as the
+/// test expects. Lowered to 1 s once they have met (`SentinelSet::start`).
+const SETUP_DOWN_AFTER_MS: u64 = 5000;
+
 /// A master, a replica and three sentinels that know each other: ready for a
 /// failover.
 pub struct SentinelSet {
@@ -401,21 +407,46 @@ impl SentinelSet {
         let sentinels: Vec<Sentinel> = (0..3)
             .map(|_| Sentinel::start(service, master.port, ""))
             .collect();
+        type Instances = Vec<std::collections::HashMap<String, String>>;
+        let met = |s: &Sentinel| {
+            let replicas: Instances = s.ask(&["replicas", service]).unwrap_or_default();
+            let others: Instances = s.ask(&["sentinels", service]).unwrap_or_default();
+            replicas
+                .iter()
+                .any(|r| r.get("flags").is_some_and(|f| f == "slave"))
+                && others.len() == 2
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !sentinels.iter().all(met) {
+            if Instant::now() > deadline {
+                // What each one saw, for the next run to go on from.
+                let seen: Vec<String> = sentinels
+                    .iter()
+                    .map(|s| {
+                        let master: redis::RedisResult<Vec<String>> = s.ask(&["master", service]);
+                        let replicas: Instances =
+                            s.ask(&["replicas", service]).unwrap_or_default();
+                        let flags: Vec<_> = replicas.iter().filter_map(|r| r.get("flags")).collect();
+                        let log = std::fs::read_to_string(s.dir.join("sentinel.log"))
+                            .unwrap_or_default();
+                        let tail: Vec<&str> = log.lines().rev().take(12).collect();
+                        format!(
+                            "sentinel {}: master {master:?}; replicas' flags {flags:?}; log, last first: {tail:?}",
+                            s.port
+                        )
+                    })
+                    .collect();
+                panic!(
+                    "timed out waiting for sentinels to know the replica and each other:\n{}",
+                    seen.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         for s in &sentinels {
-            await_until(
-                Duration::from_secs(20),
-                "sentinels to know the replica and each other",
-                || {
-                    let replicas: Vec<std::collections::HashMap<String, String>> =
-                        s.ask(&["replicas", service]).unwrap_or_default();
-                    let others: Vec<std::collections::HashMap<String, String>> =
-                        s.ask(&["sentinels", service]).unwrap_or_default();
-                    replicas
-                        .iter()
-                        .any(|r| r.get("flags").is_some_and(|f| f == "slave"))
-                        && others.len() == 2
-                },
-            );
+            let ok: redis::RedisResult<String> =
+                s.ask(&["set", service, "down-after-milliseconds", "1000"]);
+            ok.expect("SENTINEL SET down-after-milliseconds");
         }
         SentinelSet {
             master,

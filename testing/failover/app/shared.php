@@ -121,11 +121,14 @@ try {
     if ($out['acquired'] && $moved && !$unheld) {
         // The restored object counts on nothing until it has asked Redis what the token holds.
         $out['step'] = 'move';
+        // Null: lost since (a failover's window): nothing to move, not acquired.
         $token = $obj->detach();
-        $obj = $shape === 'permit'
-            ? DistributedSemaphore::restore($name, $limit, $token, $ttl, $dsn)
-            : DistributedLock::restore($name, $token, $ttl, $dsn);
-        $out['moved'] = $obj->isAcquired();
+        if ($token !== null) {
+            $obj = $shape === 'permit'
+                ? DistributedSemaphore::restore($name, $limit, $token, $ttl, $dsn)
+                : DistributedLock::restore($name, $token, $ttl, $dsn);
+        }
+        $out['moved'] = $token !== null && $obj->isAcquired();
         $out['acquired'] = $out['moved'];
     }
     if ($out['acquired']) {
@@ -160,9 +163,8 @@ try {
                 $work();
             }
         }
-        if ($lost) {
-            // (Left below, released.)
-        } elseif ($shape === 'up') {
+        // (A hold lost at its refresh is left below, and released.)
+        if (!$lost && $shape === 'up') {
             $out['step'] = 'upgrade';
             $out['converted'] = $obj->acquire($wait);
             if ($out['converted']) {
@@ -174,7 +176,7 @@ try {
                 $out['entered'] = $ok;
                 $work();
             }
-        } elseif ($shape === 'down' && $inside === 'w') {
+        } elseif (!$lost && $shape === 'down' && $inside === 'w') {
             $out['step'] = 'downgrade';
             $record('w2r');
             $inside = 'r';
