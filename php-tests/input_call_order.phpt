@@ -148,7 +148,7 @@ $r = outcome(fn() => $h->destroy($sid));
 rl_ok('destroy() before read(): a bool, no exception', is_bool($r), rl_fmt($r));
 rl_same('... the data is gone (destroy deletes it)', 0, $raw->cmd('EXISTS', $dk));
 // Only the markers of the write and the destroy (so that either, sent again
-// after a lost reply, does not act twice), which expire within seconds.
+// after a lost reply, does not act twice), which expire within a minute.
 rl_same('... and no lock keys exist for it, only short-lived markers', [], rl_session_lock_keys($raw, $sid));
 rl_same('close() before open()/read(): true', true, outcome(fn() => $h->close()));
 rl_same('close() twice: true', true, outcome(fn() => $h->close()));
@@ -191,6 +191,31 @@ rl_same('write(C) after destroy(): false', false, outcome(fn() => $h->write($sid
 rl_same('updateTimestamp(C) after destroy(): false', false, outcome(fn() => $h->updateTimestamp($sidC, 'c|i:1;')));
 rl_same('... nothing exists for C', [], $raw->cmd('KEYS', '*' . $sidC . '*'));
 take_ours();
+
+// read(), an early write(), then PHP's lazy write of the same data at the end
+// (updateTimestamp()): true, and no warning (review, stop 55: it warned that the
+// session was already saved, which frameworks turn into an HTTP 500).
+$sidE = bin2hex(random_bytes(16));
+rl_same('read(E)', '', $h->read($sidE));
+rl_same('write(E) early', true, $h->write($sidE, 'e|i:1;'));
+rl_same('updateTimestamp(E) of the same data after it: true', true, outcome(fn() => $h->updateTimestamp($sidE, 'e|i:1;')));
+rl_same('... without a warning', [], take_ours());
+rl_same('... E keeps its data', 'e|i:1;', $raw->cmd('GET', 'PHPREDIS_SESSION:' . $sidE));
+// ... and when the data goes back to what was read (PHP's lazy write then calls
+// updateTimestamp() with it), that is what the session keeps.
+$sidF = bin2hex(random_bytes(16));
+$raw->cmd('SET', 'PHPREDIS_SESSION:' . $sidF, 'f|i:1;');
+rl_same('read(F)', 'f|i:1;', $h->read($sidF));
+rl_same('write(F) early, other data', true, $h->write($sidF, 'g|i:1;'));
+rl_same('updateTimestamp(F) of the data read: true', true, outcome(fn() => $h->updateTimestamp($sidF, 'f|i:1;')));
+rl_same('... F keeps the data read (the last the request had)', 'f|i:1;', $raw->cmd('GET', 'PHPREDIS_SESSION:' . $sidF));
+rl_same('... without a warning', [], take_ours());
+// The same after an early write() and close().
+$sidG = bin2hex(random_bytes(16));
+rl_same('read(G)', '', $h->read($sidG));
+rl_same('write(G) and close() early', [true, true], [$h->write($sidG, 'g|i:1;'), $h->close()]);
+rl_same('updateTimestamp(G) of the data written: true', true, outcome(fn() => $h->updateTimestamp($sidG, 'g|i:1;')));
+rl_same('... without a warning', [], take_ours());
 
 // The handler object destroyed while it holds a session lock (read without
 // write/close): the lock must not outlive the object.
@@ -323,6 +348,20 @@ ok: destroy(C)
 ok: write(C) after destroy(): false
 ok: updateTimestamp(C) after destroy(): false
 ok: ... nothing exists for C
+ok: read(E)
+ok: write(E) early
+ok: updateTimestamp(E) of the same data after it: true
+ok: ... without a warning
+ok: ... E keeps its data
+ok: read(F)
+ok: write(F) early, other data
+ok: updateTimestamp(F) of the data read: true
+ok: ... F keeps the data read (the last the request had)
+ok: ... without a warning
+ok: read(G)
+ok: write(G) and close() early
+ok: updateTimestamp(G) of the data written: true
+ok: ... without a warning
 ok: read(D) with a handler that is then destroyed
 ok: ... D is locked
 ok: ... the lock is released when the handler is destroyed

@@ -125,7 +125,7 @@ namespace {
         public static function forceRelease(string $key, #[\SensitiveParameter] ?string $dsn = null): bool {}
 
         /**
-         * The token of our hold (32 hexadecimal digits, opaque), for restore() in another object or
+         * The token of our hold (32 lowercase hexadecimal digits, opaque), for restore() in another object or
          * process; null when we do not hold the lock. Whoever has it can release the lock. After a
          * refresh() that got no answer (or whose first link broke), that refresh is sent again
          * first, as by detach(): up to three times, until an answer leaves no run that may come
@@ -142,7 +142,10 @@ namespace {
          * times, so that whoever restores the token reads the lease as it will stay (after an
          * upgrade or a downgrade, as that conversion granted it).
          *
-         * @return string|null Its token; null when we did not hold the lock.
+         * @return string|null Its token; null when we did not hold the lock. A hold the watchdog
+         *     found lost (or could not renew in time) still hands its token out, unlike getToken():
+         *     Redis may keep it, and whoever restores the token asks Redis before relying on it,
+         *     or releases it.
          */
         public function detach(): ?string {}
 
@@ -211,12 +214,16 @@ namespace {
          * In a pcntl_fork() child, on the parent's hold, it never shortens the lease
          * (the parent counts on it); nor does the child convert that hold (acquire() on
          * its read hold, acquireRead() on its write hold: false, the hold as it was).
+         * A refresh answered only after the lease it set could have ended (a slow reply, a
+         * WAIT, a stall) is not counted on: it is sent again, up to twice more.
          *
          * @param float|null $ttl Seconds (> 0, at most 2592000); null: the constructor's ttl.
-         * @return bool False when the lease was no longer ours (it cannot be extended then).
+         * @return bool False when the lease was no longer ours (it cannot be extended then), or
+         *         when autoRenew's watch gave it up meanwhile (an answer that came too late).
          * @throws \ValueError
          * @throws \RedisLease\ConnectionException also, without sending anything, while 64 of this
-         *         hold's refreshes sent in the last minute got no answer (each later one names them).
+         *         hold's refreshes sent in the last minute got no answer (each later one names them);
+         *         and when each of three sends was answered too late to count on.
          */
         public function refresh(?float $ttl = null): bool {}
 
@@ -529,7 +536,7 @@ namespace RedisLease {
      * session_contended, session_lock_timeouts, session_too_many_waiters, session_lost (write or
      * unlock rejected: lease expired), session_revoked (write or unlock refused: a logout by
      * another request revoked the lock), session_readonly, session_write_conflicts, wakeups, grants_lapsed (handed to a waiter that
-     * stalled past them, asked for again), connects,
+     * stalled past them, or read too late and not ours, or still too late, when extended: asked for again), connects,
      * connection_errors, retries, uncertain_resolved, master_changes, failover_lost, wait_shortfalls. Histograms lock_wait_seconds, lock_hold_seconds,
      * session_wait_seconds and session_hold_seconds, each
      * `['count' => int, 'sum' => float, 'buckets' => ['0.0005' => int, ..., '+Inf' => int]]`

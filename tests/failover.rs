@@ -617,3 +617,67 @@ fn a_release_whose_wait_goes_unanswered_is_released_all_the_same() {
     assert!(metrics::get(Counter::WaitShortfalls) > shortfalls);
     assert!(!exists(&mut master.conn(), "lock:{wait_stalls}"));
 }
+
+/// A grant whose WAIT outlasted its lease (review, stop 55): the replica
+/// stalls, the taker's lease (a lock's, a permit's of a semaphore of 1) runs
+/// out on the master while the taker waits for the replica, and another client
+/// takes it there. When the replica answers at last, the first acquire() says
+/// false (an owner-checked extension found the lease no longer its own), not
+/// true beside the other holder.
+#[test]
+fn a_grant_whose_wait_outlasted_its_lease_is_not_reported_held() {
+    let (master, replica) = master_and_replica();
+    for semaphore in [false, true] {
+        let name = if semaphore {
+            "waited-permit"
+        } else {
+            "waited-lock"
+        };
+        let make = |query: &str, ttl: Duration| {
+            let ep =
+                Endpoint::parse(&format!("{}{query}", master.dsn()), Timeouts::default()).unwrap();
+            let keys = if semaphore {
+                LeaseKeys::for_semaphore(b"lock:", name.as_bytes())
+            } else {
+                LeaseKeys::for_lock(b"lock:", name.as_bytes())
+            };
+            let lease = Lease::new(Arc::new(ep), keys);
+            if semaphore {
+                Lock::semaphore(lease, 1, ttl)
+            } else {
+                Lock::new(lease, ttl)
+            }
+        };
+        let mut first = make("?wait_replicas=1&wait_timeout=20000", MS * 300);
+        let lapsed = metrics::get(Counter::GrantsLapsed);
+        replica.signal("STOP");
+        let taker = std::thread::spawn(move || first.acquire(Duration::ZERO));
+        let key = if semaphore {
+            format!("lock:{{{name}}}:semaphore:holders")
+        } else {
+            format!("lock:{{{name}}}")
+        };
+        await_until(
+            SEC * 5,
+            "the first to take it (and wait for the replica)",
+            || exists(&mut master.conn(), &key),
+        );
+        let mut other = make("", SEC * 30);
+        await_until(
+            SEC * 5,
+            "the other to take it once the lease ran out",
+            || other.acquire(Duration::ZERO).unwrap(),
+        );
+        replica.signal("CONT");
+        let got = taker.join().unwrap();
+        assert!(
+            !got.unwrap(),
+            "{name}: the first must not say it holds beside the other"
+        );
+        assert!(metrics::get(Counter::GrantsLapsed) > lapsed);
+        assert!(
+            other.release().unwrap(),
+            "{name}: the other held throughout"
+        );
+    }
+}

@@ -803,3 +803,70 @@ fn a_grant_run_out_while_its_waiter_stalled_is_asked_for_again() {
     assert!(got.unwrap(), "taken on asking again");
     assert!(held, "and counted on");
 }
+
+/// Runs `call` on `lock` (in a thread) with its script held by `proxy` past
+/// `stall` by the caller's clock, then let through: what it answered, when it
+/// was sent, and the lock.
+fn stalled(
+    proxy: &HoldingProxy,
+    stall: Duration,
+    mut lock: Lock,
+    call: fn(&mut Lock) -> redis_lease::core::error::Result<bool>,
+) -> (redis_lease::core::error::Result<bool>, Instant, Lock) {
+    proxy.hold(true);
+    let caller = std::thread::spawn(move || {
+        let sent = Instant::now();
+        (call(&mut lock), sent, lock)
+    });
+    proxy.await_held(SEC * 5);
+    // The stall itself, not a wait for anything.
+    std::thread::sleep(stall);
+    proxy.hold(false);
+    caller.join().unwrap()
+}
+
+/// An acquire whose script reached Redis only after its ttl had passed by our
+/// clock (a stall on the way there: the lease is counted from the send): the
+/// grant is counted on only once an owner-checked extension finds it still
+/// ours, and then for a whole ttl from that extension. Before (review, stop
+/// 55), acquire() said true for a hold whose bound had passed: with autoRenew
+/// its watch ended at once, and the hold was reported lost.
+#[test]
+fn a_grant_read_after_its_ttl_is_extended_before_it_is_counted_on() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let ttl = Duration::from_millis(300);
+    let lock = Lock::new(through(&proxy, "stalled-grant"), ttl).with_auto_renew(true);
+    let stall = ttl + Duration::from_millis(100);
+    let (got, sent, lock) = stalled(&proxy, stall, lock, |l| l.acquire(Duration::ZERO));
+    assert!(got.unwrap(), "the lease the late script set is ours");
+    let hold = lock.hold().expect("held, not lost at once");
+    assert!(
+        hold.safe_until() > sent + stall,
+        "counted on from the extension, not from the send"
+    );
+    assert!(pttl(&server, "lock:{stalled-grant}") > 0);
+}
+
+/// A refresh answered only after the lease it set could have ended by our
+/// clock (it stalled on its way): sent again, and counted on from the send
+/// answered in time. Before (review, stop 55), refresh() said true for a hold
+/// whose bound had passed.
+#[test]
+fn a_refresh_answered_after_its_ttl_is_sent_again_before_it_is_counted_on() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut lock = Lock::new(through(&proxy, "stalled-refresh"), SEC * 30);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let stall = Duration::from_millis(400);
+    let (got, sent, lock) = stalled(&proxy, stall, lock, |l| {
+        l.refresh(Duration::from_millis(300))
+    });
+    assert!(got.unwrap(), "the lease is still ours");
+    let hold = lock.hold().expect("held");
+    assert!(
+        hold.safe_until() > sent + stall,
+        "counted on from the send answered in time"
+    );
+    assert!(pttl(&server, "lock:{stalled-refresh}") > 0);
+}

@@ -70,6 +70,7 @@ const PERMITS: &str = "never more permits than the limit that admitted the last 
 const INTEREST: &str = "no grant outlives its holder's interest";
 const HOLDS: &str = "no hold outlives its holder's interest";
 const HANDOFF: &str = "a release leaves nobody waiting for what it freed";
+const REPORTED: &str = "a claim reports a hold only while it counts on it";
 
 fn deep() -> bool {
     std::env::var("MODEL_DEPTH").is_ok_and(|v| v == "deep")
@@ -100,6 +101,7 @@ fn as_implemented() -> Fixes {
         failed_conversion_lets_go: true,
         give_up_defers_release: true,
         answered_retry_on_its_way: true,
+        grant_reconfirms: true,
     }
 }
 
@@ -211,7 +213,9 @@ fn print_trace(
     }
 }
 
-const LOCK_PROPERTIES: [&str; 7] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HOLDS, HANDOFF];
+const LOCK_PROPERTIES: [&str; 8] = [
+    MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HOLDS, HANDOFF, REPORTED,
+];
 
 #[test]
 fn one_holder_across_a_planned_failover_with_wait_replicas() {
@@ -222,6 +226,7 @@ fn one_holder_across_a_planned_failover_with_wait_replicas() {
         &[
             "a waiter is handed the lock",
             "a hold on the promoted master",
+            "a grant read after its bound extended before it was reported",
         ],
     );
 }
@@ -241,6 +246,19 @@ fn one_holder_across_a_crash_with_wait_replicas() {
 
 /// Fix (a) reverted: a lock handed to a waiter is counted on before the replica
 /// has it; the failover loses the handoff, and the new master grants it again.
+/// Fix (w) reverted (review, stop 55): a grant whose WAIT (or reply) is read
+/// only once its bound has passed is reported held; the caller, told it holds,
+/// counts on a lease Redis may have given to another (with a semaphore, no
+/// fencing token stops the second holder).
+#[test]
+fn reverted_w_a_grant_read_after_its_bound_is_reported_held() {
+    let mut config = locks(Failover::Planned);
+    config.failovers = vec![];
+    config.fixes.grant_reconfirms = false;
+    let checker = check("(w) a late grant reported", config, Some(REPORTED));
+    assert_violated(&*checker, REPORTED);
+}
+
 #[test]
 fn reverted_a_handoff_not_waited_for_gives_two_holders() {
     let mut config = locks(Failover::Planned);
@@ -451,12 +469,14 @@ fn late_permit_refreshes(weight: u8) -> Config {
             limit,
             weight,
             refreshes: 2,
+            detach: false,
         },
         Program::Permit {
             acquires: 1,
             limit,
             weight: 2,
             refreshes: 0,
+            detach: false,
         },
     ];
     config
@@ -683,6 +703,9 @@ fn writer(downgrade: bool) -> Program {
     }
 }
 
+/// The restorer of a lock's token (which asks for no permits).
+const RESTORER: Program = Program::Restorer { permits: 0 };
+
 fn permits(acquires: u8, limit: u8) -> Program {
     weighted(acquires, limit, 1)
 }
@@ -693,6 +716,7 @@ fn weighted(acquires: u8, limit: u8, weight: u8) -> Program {
         limit,
         weight,
         refreshes: 0,
+        detach: false,
     }
 }
 
@@ -706,7 +730,9 @@ fn read_write() -> Config {
     config
 }
 
-const RW_PROPERTIES: [&str; 7] = [MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HOLDS, HANDOFF];
+const RW_PROPERTIES: [&str; 8] = [
+    MUTEX, FENCES, EXPIRY, PERMITS, INTEREST, HOLDS, HANDOFF, REPORTED,
+];
 
 /// Readers share; a writer is alone; a writer queued before later readers goes
 /// first; readers queued together are woken together; an upgrade lets nobody
@@ -1211,7 +1237,7 @@ fn semaphore_permits_across_a_failover_with_wait_replicas() {
 /// synchronized() (the lock alone) on it, while a second reader reads.
 fn moved_tokens() -> Config {
     let mut config = read_write();
-    config.clients = vec![reader(false, true), reader(true, false), Program::Restorer];
+    config.clients = vec![reader(false, true), reader(true, false), RESTORER];
     config.horizon = if deep() { 5 } else { 4 };
     config
 }
@@ -1247,7 +1273,7 @@ fn moved_write_tokens() -> Config {
     if let Program::Writer { detach, .. } = &mut detaching {
         *detach = true;
     }
-    config.clients = vec![detaching, reader(false, false), Program::Restorer];
+    config.clients = vec![detaching, reader(false, false), RESTORER];
     config.horizon = if deep() { 5 } else { 4 };
     config
 }
@@ -1256,6 +1282,64 @@ fn moved_write_tokens() -> Config {
 fn a_restored_write_token_is_relied_on_only_while_it_holds_alone() {
     let checker = check("moved write tokens", moved_write_tokens(), None);
     assert_holds(&*checker, &RW_PROPERTIES, &["a restored hold relied on"]);
+}
+
+/// A semaphore of two: one client takes a permit and detaches its token;
+/// another restores it and calls acquire() of `asked` permits on it, while a
+/// third takes a permit. The restored permit is counted on only as Redis
+/// describes it: its weight (acquire() of another weight throws) and its lease
+/// (it may have run out, and let the third in, meanwhile).
+fn moved_permits(asked: u8) -> Config {
+    let mut config = semaphores();
+    let mut detaching = permits(1, 2);
+    if let Program::Permit { detach, .. } = &mut detaching {
+        *detach = true;
+    }
+    config.clients = vec![
+        detaching,
+        permits(1, 2),
+        Program::Restorer { permits: asked },
+    ];
+    config.horizon = if deep() { 6 } else { 5 };
+    config
+}
+
+/// The same through links that fail after a command was sent (the question,
+/// the extension, the release).
+fn moved_permit_faults(asked: u8) -> Config {
+    let mut config = moved_permits(asked);
+    config.faults = 1;
+    config.faulty = |_| true;
+    config.horizon = if deep() { 5 } else { 4 };
+    config
+}
+
+#[test]
+fn a_restored_permit_is_counted_on_only_as_redis_describes_it() {
+    for asked in [1, 2] {
+        for (name, config) in [
+            ("moved permits", moved_permits(asked)),
+            ("moved permits, broken links", moved_permit_faults(asked)),
+        ] {
+            let checker = check(&format!("{name}, acquire({asked})"), config, None);
+            assert_holds(
+                &*checker,
+                &RW_PROPERTIES,
+                &["permits at the limit", "a restored hold relied on"],
+            );
+        }
+    }
+}
+
+/// Fix (g) reverted for a permit: acquire(2) on a restored permit of one
+/// takes the hold for two without asking, extends it, and counts on two
+/// beside the third client's permit: three of two.
+#[test]
+fn reverted_g_a_restored_permit_taken_for_the_weight_asked_admits_past_the_limit() {
+    let mut config = moved_permits(2);
+    config.fixes.restore_verifies = false;
+    let checker = check("(g) permit restored without asking", config, Some(PERMITS));
+    assert_violated(&*checker, PERMITS);
 }
 
 /// Waiters that may stall past their lease: their wait (3) outlasts the ttl

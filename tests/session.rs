@@ -143,17 +143,25 @@ fn a_waiting_request_gets_the_data_written_before_it() {
     );
 }
 
-#[test]
-fn a_late_writer_whose_lease_expired_never_overwrites_newer_data() {
-    let server = RedisServer::start();
+/// Two stores on `server`: one whose locks last 100 ms (a request that will
+/// lose its lease), one whose locks last as long as the default (requests
+/// that keep theirs while a test runs, even on a loaded machine).
+fn short_and_long(server: &RedisServer) -> (SessionStore, SessionStore) {
     let short = SessionConfig {
         lock_ttl: Duration::from_millis(100),
         ..SessionConfig::default()
     };
-    let s = store(&server, short);
-    // B and C keep their leases while this runs, even on a loaded machine: only
-    // A's is short.
-    let long = store(&server, SessionConfig::default());
+    (
+        store(server, short),
+        store(server, SessionConfig::default()),
+    )
+}
+
+#[test]
+fn a_late_writer_whose_lease_expired_never_overwrites_newer_data() {
+    let server = RedisServer::start();
+    // B and C keep their leases while this runs: only A's is short.
+    let (s, long) = short_and_long(&server);
     let (mut a, _) = s.open("late").unwrap();
     let mut raw = server.conn();
     await_until(SEC * 5, "A's lease to expire", || {
@@ -1048,4 +1056,58 @@ fn an_unlock_with_wait_replicas_waits_and_counts_a_shortfall() {
         "the shortfall was counted"
     );
     assert_eq!(get(&master, "{PHPREDIS_SESSION:wu}:lock"), None);
+}
+
+/// A logout from a request whose lease ran out (review, stop 55): the
+/// request that holds the session now is revoked and the data deleted, as a
+/// logout from a read-only request does, so the logged-in state cannot be
+/// written back. Before, the destroy was refused (the lease lost) and the
+/// session kept.
+#[test]
+fn a_destroy_after_the_lease_was_lost_still_logs_out() {
+    let server = RedisServer::start();
+    let (s, long) = short_and_long(&server);
+    let (mut first, _) = long.open("logout-late").unwrap();
+    assert_eq!(
+        long.write(&mut first, b"logged in", SEC * 60).unwrap(),
+        Saved::Yes
+    );
+    let (mut a, read) = s.open("logout-late").unwrap();
+    assert_eq!(read.as_deref(), Some(&b"logged in"[..]));
+    let mut raw = server.conn();
+    await_until(SEC * 5, "A's lease to expire", || {
+        !exists(&mut raw, "{PHPREDIS_SESSION:logout-late}:lock")
+    });
+    let (mut b, _) = long.open("logout-late").unwrap();
+    assert_eq!(
+        s.destroy(&mut a, Some(b"logged in")).unwrap(),
+        Saved::Yes,
+        "the logout takes effect"
+    );
+    assert_eq!(get(&server, "PHPREDIS_SESSION:logout-late"), None);
+    assert_eq!(
+        long.write(&mut b, b"logged in", SEC * 60).unwrap(),
+        Saved::Revoked,
+        "the request holding it cannot write the session back"
+    );
+    assert_eq!(get(&server, "PHPREDIS_SESSION:logout-late"), None);
+}
+
+/// A logout's marker (what a run sent again after a lost reply finds, so that
+/// it does not revoke the next holder too) outlasts a retry that waited for a
+/// failover's sentinels, one after another: a minute, as long as a command may
+/// be on its way (review, stop 55: it was 7 s with the default timeouts).
+#[test]
+fn a_logout_marker_outlasts_a_slow_retry() {
+    let server = RedisServer::start();
+    let s = store(&server, SessionConfig::default());
+    s.delete("marked", None).unwrap();
+    let mut raw = server.conn();
+    let markers: Vec<String> = redis::cmd("KEYS")
+        .arg("{PHPREDIS_SESSION:marked}:lock:revoked:*")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(markers.len(), 1, "{markers:?}");
+    let left: i64 = redis::cmd("PTTL").arg(&markers[0]).query(&mut raw).unwrap();
+    assert!(left > 55_000, "the marker lasts {left} ms");
 }

@@ -50,6 +50,13 @@ fn drift(ttl: Duration) -> Duration {
     ttl / 100 + Duration::from_millis(2)
 }
 
+/// Whether a lease of `ttl` outlasts our clock's allowance for drift, so that
+/// a reply can arrive while it is surely still there. (Not: 2 ms or less,
+/// which no hold ever counts on.)
+pub(crate) fn countable(ttl: Duration) -> bool {
+    ttl > drift(ttl)
+}
+
 /// Until when, by our clock, a lease set for `ttl` no earlier than `sent` is
 /// surely still there.
 pub(crate) fn lease_end(sent: Instant, ttl: Duration) -> Instant {
@@ -167,21 +174,26 @@ impl Hold {
     /// so its ttl counts from then; one sent a command's longest delay ago
     /// cannot arrive any more.
     pub(crate) fn carry_unanswered(&mut self, old: &Hold) {
+        self.unanswered_refreshes = old.unanswered_refreshes.clone();
+        self.prune_unanswered(Instant::now());
         let since = self.acquired_at;
-        self.unanswered_refreshes = old
-            .unanswered_refreshes
-            .iter()
-            .filter(|&&(_, sent, _)| sent.elapsed() < LATE)
-            .map(|(id, sent, ttl)| (id.clone(), (*sent).max(since), *ttl))
-            .collect();
+        for (_, sent, _) in &mut self.unanswered_refreshes {
+            *sent = (*sent).max(since);
+        }
     }
 
-    /// Drops the unanswered refreshes sent `LATE` before `now` (they cannot
-    /// arrive any more). True when as many are left as a refresh may name: the
-    /// next is not sent (see `Lease::refresh`).
-    pub(crate) fn unanswered_full(&mut self, now: Instant) -> bool {
+    /// Drops the unanswered refreshes sent `LATE` before `now`: they cannot
+    /// arrive any more.
+    fn prune_unanswered(&mut self, now: Instant) {
         self.unanswered_refreshes
             .retain(|&(_, sent, _)| now.saturating_duration_since(sent) < LATE);
+    }
+
+    /// Prunes the unanswered refreshes (`prune_unanswered`). True when as many
+    /// are left as a refresh may name: the next is not sent (see
+    /// `Lease::refresh`).
+    pub(crate) fn unanswered_full(&mut self, now: Instant) -> bool {
+        self.prune_unanswered(now);
         self.unanswered_refreshes.len() >= MAX_UNANSWERED
     }
 
@@ -325,6 +337,13 @@ impl Schedule {
         }
     }
 
+    /// Keeps each of a hold's unanswered refreshes on its way (see `pend`).
+    fn pend_all(&mut self, refreshes: &[(Token, Instant, Duration)]) {
+        for &(_, sent, ttl) in refreshes {
+            self.pend(sent, ttl);
+        }
+    }
+
     /// The shortest ttl a refresh on its way may leave, and `ttl`.
     fn shortest(&self, ttl: Duration) -> Duration {
         self.setting
@@ -384,9 +403,7 @@ impl Watch {
                 set_at: None,
             }),
         };
-        for &(_, sent, ttl) in &hold.unanswered_refreshes {
-            w.sched.get_mut().pend(sent, ttl);
-        }
+        w.sched.get_mut().pend_all(&hold.unanswered_refreshes);
         w
     }
 
@@ -572,13 +589,16 @@ impl Watch {
         match extended {
             Some(true) if !self.ended() => {
                 s.setting.clear();
-                for &(_, at, t) in left {
-                    s.pend(at, t);
-                }
+                s.pend_all(left);
                 s.set_at = Some(Instant::now());
                 s.retry_at = None;
-                self.end
-                    .store(since_epoch(lease_end(sent, ttl)), Ordering::Release);
+                // Answered too late to count on (`Lock::refresh` sends it
+                // again): a watch that only follows failovers keeps what it
+                // was told, and the hold's own bound stops counting on it.
+                let end = lease_end(sent, ttl);
+                if self.renew || end > Instant::now() {
+                    self.end.store(since_epoch(end), Ordering::Release);
+                }
             }
             Some(true) => s.setting.clear(),
             Some(false) => {
@@ -603,13 +623,19 @@ mod tests {
 
     /// Has a renewing watch look after `hold`.
     fn watch(hold: &mut Hold) -> Arc<Watch> {
+        watch_with(hold, true, 0)
+    }
+
+    /// Has a watch look after `hold`: one that renews it, or one that only
+    /// follows failovers, on the master of Sentinel generation `generation`.
+    fn watch_with(hold: &mut Hold, renew: bool, generation: u64) -> Arc<Watch> {
         let w = Arc::new(Watch::new(
             (b"k".to_vec(), b"h".to_vec()),
             hold,
             Kind::Lock,
             None,
-            true,
-            0,
+            renew,
+            generation,
         ));
         hold.watch = Some(w.clone());
         w
@@ -761,6 +787,24 @@ mod tests {
         assert_eq!(w.due(), end - S * 40, "due as for 60 s");
     }
 
+    /// A refresh answered only after the end it set had passed (a stall): a
+    /// watch that only follows failovers is not ended by it (`Lock::refresh`
+    /// sends the refresh again); the hold's own bound stops counting on it.
+    /// A renewing watch counts the answer, and ends (review, stop 55).
+    #[test]
+    fn a_refresh_answered_past_its_end_ends_only_a_renewing_watch() {
+        let long_ago = Instant::now()
+            .checked_sub(S * 10)
+            .expect("a monotonic clock 10 s past its origin");
+        for renew in [false, true] {
+            let mut hold = Hold::new(Token::generate(), 0, S * 30, Instant::now());
+            let w = watch_with(&mut hold, renew, 1);
+            hold.refreshed(long_ago, S * 2, Some(true));
+            assert!(hold.safe_until() <= Instant::now(), "renew {renew}");
+            assert_eq!(w.ended(), renew, "renew {renew}");
+        }
+    }
+
     /// A watch that only follows failovers (a Sentinel endpoint, no renewals)
     /// ends with the lease. A refresh that got no answer bounds the hold, but
     /// does not end the watch: the hold is not lost, and the holder's next
@@ -768,18 +812,7 @@ mod tests {
     /// watches. Before, the watch expired on it, and refresh() said false.
     #[test]
     fn an_unanswered_refresh_never_ends_a_watch_that_only_follows_failovers() {
-        let check = |hold: &mut Hold| {
-            let w = Arc::new(Watch::new(
-                (b"k".to_vec(), b"h".to_vec()),
-                hold,
-                Kind::Lock,
-                None,
-                false,
-                1,
-            ));
-            hold.watch = Some(w.clone());
-            w
-        };
+        let check = |hold: &mut Hold| watch_with(hold, false, 1);
         let long_ago = Instant::now()
             .checked_sub(S * 10)
             .expect("a monotonic clock 10 s past its origin");

@@ -361,6 +361,8 @@ pub(crate) trait Claim {
         payload: &[u8],
         since: Instant,
     ) -> Result<Self::Won>;
+    /// The hold in what a claim won.
+    fn hold_of<'a>(&self, won: &'a mut Self::Won) -> &'a mut Hold;
 }
 
 /// One lease on one endpoint.
@@ -719,14 +721,25 @@ impl Lease {
         let mut token = fresh();
         let mut contended = false;
         let mut retried = false;
+        // A grant read too late was let go, and a fresh token asked again.
+        let mut lapsed_once = false;
         // When the last attempt that found the lease held was sent: a lease handed
         // to us later was set after it.
         let mut busy_since: Option<Instant> = None;
+        // A lease handed to us, checked at the top of the loop as an attempt's.
+        let mut handed: Option<C::Won> = None;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let sent = Instant::now();
-            let attempt = match c.send(self, &token, left, generation) {
-                Ok(reply) => self.parse_attempt(c, reply, &token, sent, busy_since.unwrap_or(sent)),
+            let next = match handed.take() {
+                Some(won) => Ok(Next::Handed(won)),
+                None => c.send(self, &token, left, generation).map(Next::Reply),
+            };
+            let attempt = match next {
+                Ok(Next::Handed(won)) => Ok(Attempt::Acquired(won)),
+                Ok(Next::Reply(reply)) => {
+                    self.parse_attempt(c, reply, &token, sent, busy_since.unwrap_or(sent))
+                }
                 Err(Failure::TimedOut(e)) => return Err(unresolved(&e, token)),
                 Err(Failure::Broken(first)) => {
                     // The script may have run. Only our token can tell: if it holds
@@ -782,13 +795,39 @@ impl Lease {
                 Err(e) => return Err(self.give_up(c, &token, busy_since.is_some(), e)),
             };
             match attempt {
-                Attempt::Acquired(won) => {
-                    return Ok(Waited {
-                        result: Some(won),
-                        contended,
-                        lapsed: false,
-                    })
-                }
+                Attempt::Acquired(won) => match self.reconfirm(c, &token, won, generation) {
+                    Ok(Some(won)) => {
+                        return Ok(Waited {
+                            result: Some(won),
+                            contended,
+                            lapsed: false,
+                        })
+                    }
+                    // A conversion's hold ran out (the caller lets it go).
+                    Ok(None) if c.token().is_some() => {
+                        return Ok(Waited {
+                            result: None,
+                            contended: true,
+                            lapsed: true,
+                        })
+                    }
+                    // Let go (and voided), and asked for afresh while the wait
+                    // lasts, once (a ttl too short for the link lapses each
+                    // time: it is not asked for over and over).
+                    Ok(None) => {
+                        token = self.replace_voided(c, token, fresh)?;
+                        busy_since = None;
+                        if std::mem::replace(&mut lapsed_once, true) || Instant::now() >= deadline {
+                            return Ok(Waited {
+                                result: None,
+                                contended: true,
+                                lapsed: false,
+                            });
+                        }
+                        continue;
+                    }
+                    Err(f) => return Err(self.give_up(c, &token, true, f.into_error())),
+                },
                 Attempt::Again => continue,
                 Attempt::Refused | Attempt::Lapsed => {
                     return Ok(Waited {
@@ -845,14 +884,15 @@ impl Lease {
                                 }
                                 None => Err(self.unexpected(&"a malformed wake-up")),
                             };
-                            return match won {
-                                Ok(won) => Ok(Waited {
-                                    result: Some(won),
-                                    contended,
-                                    lapsed: false,
-                                }),
-                                Err(e) => Err(self.give_up(c, &token, true, e)),
-                            };
+                            // Counted on from `sent` (handed after it): it may
+                            // have run out by our clock while we napped.
+                            match won {
+                                Ok(won) => {
+                                    handed = Some(won);
+                                    continue;
+                                }
+                                Err(e) => return Err(self.give_up(c, &token, true, e)),
+                            }
                         }
                         // Not handed yet: try again (a lost wake-up is found there).
                         Ok(None) => {}
@@ -861,6 +901,44 @@ impl Lease {
                 }
             }
         }
+    }
+
+    /// A grant, counted on from when it was set by our clock, that we read only
+    /// once that bound had passed (a WAIT, a slow reply or a process stalled
+    /// past the ttl, a wake-up read late): Redis may have let it go, and granted
+    /// it again. It is counted on only if an owner-checked extension sent now
+    /// (and WAITed for, with wait_replicas) finds it still ours, from then;
+    /// asked twice at most. `None`: not ours, or not in time.
+    fn reconfirm<C: Claim>(
+        &self,
+        c: &C,
+        token: &Token,
+        mut won: C::Won,
+        generation: u64,
+    ) -> std::result::Result<Option<C::Won>, Failure> {
+        // A lease too short to be counted on at all is never read in time.
+        if !hold::countable(c.ttl()) {
+            return Ok(Some(won));
+        }
+        for _ in 0..2 {
+            if c.hold_of(&mut won).safe_until() > Instant::now() {
+                return Ok(Some(won));
+            }
+            let sent = Instant::now();
+            let (n, acks) =
+                self.call(|conn| self.refresh_on(conn, token, c.ttl(), Extend::Grant))?;
+            if n == 0 {
+                metrics::incr(Counter::GrantsLapsed);
+                return Ok(None);
+            }
+            self.claim_replicated(acks, token, c.ttl(), generation, "The lease was extended")?;
+            c.hold_of(&mut won).refreshed(sent, c.ttl(), Some(true));
+        }
+        if c.hold_of(&mut won).safe_until() > Instant::now() {
+            return Ok(Some(won));
+        }
+        metrics::incr(Counter::GrantsLapsed);
+        Ok(None)
     }
 
     /// Reads a claim script's `{status, detail}`: 1, it took the lease (set no
@@ -1391,6 +1469,16 @@ impl Lease {
         Ok(ok)
     }
 
+    /// A refresh answered, each time it was sent, only once the lease it set
+    /// could have ended by our clock.
+    pub(crate) fn refresh_late(&self) -> Error {
+        Error::Connection(format!(
+            "The lease was extended, but Redis at {} answered each time only after it could \
+             have ended: it is not counted on",
+            self.endpoint.location()
+        ))
+    }
+
     /// A refresh not sent: too many of the hold's are unanswered (see
     /// `Hold::unanswered_full`).
     pub(crate) fn refresh_refused(&self) -> Error {
@@ -1533,14 +1621,17 @@ impl Leftover for Abandon {
 
 /// How long the marker of a script that may be sent again (a forced release;
 /// a write or revocation of a session the request does not hold) lasts: past
-/// the retry of `call_idempotent`, which may come after a connect, a Sentinel's
-/// answer, the first run's reply and its WAIT, then its own connect.
+/// the retry of `call_idempotent`, which may come after a connect, the first
+/// run's reply and its WAIT, then its own connect, and a failover's sentinels
+/// asked one after another (each a connect and a read, then the master's
+/// ROLE): no less than a command may be on its way (`hold::LATE`). Expired
+/// first, a retry would run again: a logout's would revoke the next holder.
 pub(crate) fn marker_ttl(ep: &Endpoint) -> Duration {
     let t = &ep.timeouts;
     let wait = ep
         .wait
         .map_or(Duration::ZERO, |w| w.timeout.unwrap_or(t.read));
-    (t.connect + t.read + wait) * 2 + Duration::from_secs(1)
+    ((t.connect + t.read + wait) * 2 + Duration::from_secs(1)).max(hold::LATE)
 }
 
 /// What an acquire got.
@@ -1682,6 +1773,18 @@ impl Claim for LockClaim {
     ) -> Result<Hold> {
         Ok(self.hold(token, fence, since))
     }
+
+    fn hold_of<'a>(&self, won: &'a mut Hold) -> &'a mut Hold {
+        won
+    }
+}
+
+/// What a turn of `Lease::claim`'s loop starts from.
+enum Next<W> {
+    /// A lease handed to us (a wake-up), to be checked as an attempt's grant.
+    Handed(W),
+    /// An attempt's reply.
+    Reply(Value),
 }
 
 /// A fence as the scripts give it: digits, or empty while unassigned (0).

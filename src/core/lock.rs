@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::core::error::{Error, Result};
-use crate::core::hold::Kind;
+use crate::core::hold::{self, Kind};
 use crate::core::lease::{Got, Hold, Lease, Owned, Token, Want};
 use crate::core::request;
 use crate::core::sentinel;
@@ -663,7 +663,25 @@ impl Lock {
         }
         // In a forked child, the parent's hold (see `Lease::refresh_as`).
         let inherited = self.pid != crate::core::pid::current();
-        let answer = self.lease.refresh_as(&mut hold, ttl, inherited);
+        let mut answer = self.lease.refresh_as(&mut hold, ttl, inherited);
+        // Answered only once the lease it set could have ended by our clock (a
+        // slow reply, a WAIT, a stall): not counted on. A watch that renews
+        // has then ended (lost: false below); otherwise it is sent again, twice
+        // at most, and counted on from the send that is answered in time.
+        // (A ttl too short to be counted on at all is never answered in time.)
+        for again in 0..=2 {
+            let late = matches!(answer, Ok(true))
+                && hold::countable(ttl)
+                && hold.safe_until() <= Instant::now();
+            if !late || hold.lost() {
+                break;
+            }
+            answer = if again < 2 {
+                self.lease.refresh_as(&mut hold, ttl, inherited)
+            } else {
+                Err(self.lease.refresh_late())
+            };
+        }
         // A run that may still come (unanswered, or a first run whose link
         // broke) is sent again before the token leaves (`settle_refresh`).
         self.refresh_sent =
@@ -680,6 +698,11 @@ impl Lock {
                 return Err(e);
             }
         };
+        if ok && hold.lost() {
+            // Kept for its release, not counted on (see `Hold::lost`).
+            self.set_hold(Some(hold), 0);
+            return Ok(false);
+        }
         self.set_hold(ok.then_some(hold), 0);
         Ok(ok)
     }
@@ -715,6 +738,12 @@ impl Lock {
             self.set_hold(None, 0);
         }
         Ok(found)
+    }
+
+    /// Whether our hold is a parent process's, copied into this `pcntl_fork()`
+    /// child with the object: the parent counts on it, and releases it.
+    pub fn inherited(&self) -> bool {
+        self.hold.is_some() && self.pid != crate::core::pid::current()
     }
 
     /// Lets go of whatever the lock still holds or left open (see

@@ -46,7 +46,7 @@ named!(Counter {
     SessionUndecodable => "session_undecodable", "Sessions whose stored data could not be read (not the configured compression's, nor a serialized session; or inflating past the bound): left as stored, seen empty, not written over.";
     SessionWriteConflicts => "session_write_conflicts", "Writes of a session the request did not hold refused: another request held its lock, or had saved it since this request's own save; or a read-only request's fresh id (a regenerate) left unwritten because the session it read changed since (a logout).";
     Wakeups => "wakeups", "Waiters woken by a release that handed them the lock.";
-    GrantsLapsed => "grants_lapsed", "Locks and sessions handed to a waiter that ran out before the waiter extended them for wait_replicas (a stalled process): never counted on, the waiter asked again.";
+    GrantsLapsed => "grants_lapsed", "Grants (locks, permits, sessions) never counted on: handed to a waiter that stalled past them before extending them for wait_replicas, or read only after they could have ended (a slow reply or WAIT) and not ours, or still too late, when extended; asked for again (a conversion's hold is let go).";
     Connects => "connects", "Connections opened to Redis.";
     ConnectionErrors => "connection_errors", "Connections refused, timed out, broken, or error replies.";
     Retries => "retries", "Commands retried on a fresh connection after an uncertain failure.";

@@ -1,6 +1,6 @@
 //! The leases the current request holds, so that its end frees them even when
 //! their objects outlive it (a fatal error skips destructors of objects in
-//! cycles and static properties until after the request's shutdown hook).
+//! cycles and static properties until the executor shuts down).
 //!
 //! Kept per thread: PHP runs a request on one thread, and under ZTS several
 //! requests run at once on threads of one process; one request's end must never
@@ -26,8 +26,8 @@ struct Held {
     /// This thread serves requests: its end frees what is left.
     serves: bool,
     leases: Vec<(u64, Arc<Lease>, Hold)>,
-    /// Session locks: freed by the session's own close, after the request's
-    /// shutdown hook (ext/session writes then), so only a dying thread's go here.
+    /// Session locks: freed by the session's own close (ext/session writes and
+    /// closes in its RSHUTDOWN), so only a dying thread's go here.
     sessions: Vec<(Lease, Hold)>,
 }
 
@@ -146,7 +146,9 @@ pub fn let_go(id: u64) {
     }
 }
 
-/// Releases everything this request still holds: the request's shutdown hook.
+/// Releases everything this request still holds: after every extension's
+/// RSHUTDOWN (post-deactivate), where ext/session has written the session
+/// through whatever handler the application gave it.
 pub fn end() {
     for (_, lease, hold) in with_held(std::mem::take) {
         lease.release_or_defer(&hold, false, true);

@@ -395,6 +395,10 @@ impl Claim for SessionClaim<'_> {
         };
         Ok((Hold::new(token, 0, self.config.lock_ttl, since), data))
     }
+
+    fn hold_of<'a>(&self, won: &'a mut Self::Won) -> &'a mut Hold {
+        &mut won.0
+    }
 }
 
 impl SessionStore {
@@ -580,8 +584,9 @@ impl SessionStore {
     }
 
     /// Deletes the session's data and unlocks. In readonly mode (another request
-    /// holds the lock) it deletes the data and revokes that request's lease, so
-    /// the session cannot be written back: a logout always takes effect. There,
+    /// holds the lock), or when our lease was lost (another request may hold it
+    /// now), it deletes the data and revokes that request's lease, so the
+    /// session cannot be written back: a logout always takes effect. There,
     /// `read` is the data the request read (stored form), if any:
     /// `Saved::Changed` says the session no longer held it.
     pub fn destroy(&self, s: &mut Session, read: Option<&[u8]>) -> Result<Saved> {
@@ -590,7 +595,13 @@ impl SessionStore {
             s.mode = Mode::Done;
             return Ok(if same { Saved::Yes } else { Saved::Changed });
         }
-        self.save(s, "destroy", b"", Duration::ZERO)
+        match self.save(s, "destroy", b"", Duration::ZERO)? {
+            Saved::LeaseLost => {
+                let same = self.revoke(&s.lease, read)?;
+                Ok(if same { Saved::Yes } else { Saved::Changed })
+            }
+            saved => Ok(saved),
+        }
     }
 
     fn save(

@@ -302,6 +302,19 @@ impl Watchdog {
     }
 
     fn main(&'static self) {
+        // A panic (a bug) must not leave the watchdog marked running with no
+        // thread, which nothing would start again: no renewal, no failover
+        // check for the rest of the process. It ends the thread as idling
+        // does; the next hold to watch starts another.
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve()));
+        if served.is_err() {
+            let mut st = self.state.lock();
+            st.running = false;
+            st.close_pipe();
+        }
+    }
+
+    fn serve(&'static self) {
         let mut idle_since = Instant::now();
         loop {
             let Some(work) = self.plan(&mut idle_since) else {
@@ -753,7 +766,7 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
                         let micros: u64 =
                             redis::from_redis_value(micros.clone()).unwrap_or_default();
                         let now = secs as f64 * 1000.0 + micros as f64 / 1000.0;
-                        Some(Duration::from_secs_f64(((end - now) / 1000.0).max(0.0)))
+                        Some(left_until(end, now))
                     }
                     _ => continue,
                 }
@@ -782,6 +795,18 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
                 w.lose();
             }
         }
+    }
+}
+
+/// What is left of a shared hold whose lease ends at `end` (its score in
+/// `…:holders`, ms on the server's clock) at `now`. A score no script of ours
+/// wrote (`+inf`, or centuries ahead) is a lease with no end, as a lock's PTTL
+/// of -1 is (no instant lies that far).
+fn left_until(end: f64, now: f64) -> Duration {
+    const FAR: Duration = Duration::from_secs(100 * 365 * 86_400);
+    match Duration::try_from_secs_f64(((end - now) / 1000.0).max(0.0)) {
+        Ok(left) if left < FAR => left,
+        _ => Duration::MAX,
     }
 }
 
@@ -1066,4 +1091,20 @@ fn commands(group: &[Arc<Watch>], ttls: &[Duration], form: Form) -> Vec<Cmd> {
             c
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `+inf` score (review, stop 55: it panicked, and the renewal thread
+    /// died with it for the rest of the process).
+    #[test]
+    fn a_shared_hold_with_no_end_is_read_as_no_end() {
+        assert_eq!(left_until(f64::INFINITY, 1000.0), Duration::MAX);
+        assert_eq!(left_until(1e22, 1000.0), Duration::MAX);
+        assert_eq!(left_until(f64::NEG_INFINITY, 1000.0), Duration::ZERO);
+        assert_eq!(left_until(3500.0, 1000.0), Duration::from_millis(2500));
+        assert_eq!(left_until(500.0, 1000.0), Duration::ZERO);
+    }
 }

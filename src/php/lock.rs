@@ -101,7 +101,7 @@ fn restored_token(what: &str, token: &Bytes) -> Result<Token, Error> {
         .and_then(Token::parse)
         .ok_or_else(|| {
             Error::invalid(format!(
-                "{what} ($token) must be a token given by getToken() (32 hexadecimal digits)"
+                "{what} ($token) must be a token given by getToken() (32 lowercase hexadecimal digits)"
             ))
         })
 }
@@ -248,6 +248,12 @@ fn synchronized(
     let result = callback.try_call(vec![]);
     guard.get_mut().0 = None;
     drop(guard);
+    // A pcntl_fork() child of the callback's returns here too (its exit() is an
+    // exception in PHP 8): the hold is the parent's, still inside its callback,
+    // and released by the parent's synchronized() when that returns.
+    if lock.borrow().inherited() {
+        return result.map_err(Into::into);
+    }
     // The callback may have lost the lease and taken a new one (a nested
     // acquire()): the outer hold still ended before its work did.
     let same_hold = lock.borrow().token() == token.as_ref();

@@ -259,13 +259,22 @@ pub fn in_regenerate() -> bool {
     false
 }
 
-/// RSHUTDOWN: leases still held by this request are released here; the pool's
-/// connections stay open for the worker's next request, and the watchdog closes
-/// them once idle (not in the CLI, whose process ends next).
+/// RSHUTDOWN: clears what the request's native session left.
 pub extern "C" fn request_shutdown(_ty: i32, _module_number: i32) -> i32 {
+    let _ = std::panic::catch_unwind(session::end_request);
+    0
+}
+
+/// After every extension's RSHUTDOWN (and the request's objects freed, each
+/// releasing what it held): leases still held by this request are released
+/// here. Not in our RSHUTDOWN, which runs before ext/session's: a save handler
+/// of the application's (registered without its shutdown function) writes the
+/// session there, under a lock of ours it still counts on. The pool's
+/// connections stay open for the worker's next request, and the watchdog
+/// closes them once idle (not in the CLI, whose process ends next).
+pub extern "C" fn post_deactivate() -> i32 {
     let _ = std::panic::catch_unwind(|| {
         crate::core::request::end();
-        session::end_request();
         if !is_cli() {
             crate::core::watchdog::keep_watch();
         }
@@ -372,5 +381,6 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .shutdown_function(module_shutdown)
         .request_startup_function(request_startup)
         .request_shutdown_function(request_shutdown)
+        .post_deactivate_function(post_deactivate)
         .info_function(module_info)
 }

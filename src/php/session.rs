@@ -508,11 +508,7 @@ impl Handler {
         stored: Cow<'_, [u8]>,
         ttl: Duration,
     ) -> Out<bool> {
-        let seen = self
-            .seen
-            .iter()
-            .find(|(s, _)| s == id)
-            .map(|(_, seen)| seen.clone());
+        let seen = self.seen_of(id).cloned();
         let expected = match &seen {
             Some(Seen::Data(Some(d), _)) if d == data => return Out::ok(true),
             Some(Seen::Data(Some(d), stored)) => Expect::Data(stored.as_deref().unwrap_or(d)),
@@ -629,14 +625,31 @@ impl Handler {
         })
     }
 
-    pub fn update_timestamp(&mut self, id: &str, max_lifetime: Duration) -> Out<bool> {
+    /// What this request last did with (or saw of) session `id`.
+    fn seen_of(&self, id: &str) -> Option<&Seen> {
+        self.seen
+            .iter()
+            .find(|(s, _)| s == id)
+            .map(|(_, seen)| seen)
+    }
+
+    pub fn update_timestamp(&mut self, id: &str, data: &[u8], max_lifetime: Duration) -> Out<bool> {
         if self.parents_session(id) {
             return Out::ok(true);
         }
         let ttl = self.ttl(max_lifetime);
+        let seen = self.seen_of(id).is_some();
         let store = &self.store;
         let result = match &mut self.session {
-            Some(s) if s.id == id => store.touch(s, ttl),
+            Some(s) if s.id == id && !matches!(s.mode, Mode::Done) => store.touch(s, ttl),
+            // Saved (or closed) already in this request (an early save, then
+            // PHP's lazy write of the data it read): as a write of `data` then,
+            // which does nothing when that is what the request last saw of it,
+            // and writes it over only what the request saw (`write_unopened`).
+            _ if seen => {
+                let stored = store.packed(data).into_owned();
+                return self.write_unopened(id, data, Cow::Owned(stored), ttl);
+            }
             _ => {
                 return Out::warn(
                     false,
@@ -898,8 +911,8 @@ impl RedisLockingSessionHandler {
     }
 
     pub fn update_timestamp(&self, id: Bytes, data: Binary<u8>) -> bool {
-        let _ = data;
-        self.with(|h| h.update_timestamp(&id.lossy(), gc_maxlifetime()))
+        let data: Vec<u8> = data.into();
+        self.with(|h| h.update_timestamp(&id.lossy(), &data, gc_maxlifetime()))
     }
 
     /// Whether the session read last was opened read-only (the lock wait ran out
@@ -1217,14 +1230,21 @@ unsafe extern "C" fn ps_validate_sid(mod_data: ModData, key: *mut zend_string) -
 unsafe extern "C" fn ps_update_timestamp(
     mod_data: ModData,
     key: *mut zend_string,
-    _val: *mut zend_string,
+    val: *mut zend_string,
     maxlifetime: zend_long,
 ) -> c_int {
     guarded(FAILURE, || {
-        let (Some(h), Some(id)) = (unsafe { handler(mod_data) }, unsafe { zstr(key) }) else {
+        let (Some(h), Some(id), Some(data)) =
+            (unsafe { handler(mod_data) }, unsafe { zstr(key) }, unsafe {
+                zstr(val)
+            })
+        else {
             return FAILURE;
         };
-        status(h.update_timestamp(id_str(id), lifetime(maxlifetime)).emit())
+        status(
+            h.update_timestamp(id_str(id), data, lifetime(maxlifetime))
+                .emit(),
+        )
     })
 }
 

@@ -41,16 +41,20 @@ pub enum Program {
         detach: bool,
     },
     /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
-    /// once (with a wait), hold, maybe refresh, release.
+    /// once (with a wait), hold, maybe refresh or `detach()` (the token left
+    /// for a `Restorer`), release.
     Permit {
         acquires: u8,
         limit: u8,
         weight: u8,
         refreshes: u8,
+        detach: bool,
     },
-    /// `DistributedLock::restore()` of the token another client detached, then
-    /// `synchronized()` (the lock alone) on it, then release.
-    Restorer,
+    /// `restore()` of the token another client detached, into an object of
+    /// the class that detached it, then release. A lock's: `synchronized()`
+    /// (the lock alone) on it. A semaphore's: `acquire()` of `permits` on it,
+    /// which extends the hold when it is of that many and throws when not.
+    Restorer { permits: u8 },
     /// A locking session request: open (lock and read), write (save and unlock).
     Session { opens: u8 },
     /// A logout of a session another request holds (`SessionStore::delete`).
@@ -270,6 +274,9 @@ pub struct Hold {
     pub via: Via,
     /// Its fence was counted in the fence history already.
     pub fence_noted: bool,
+    /// How many permits it counts on: a restored one's, what Redis said (fix
+    /// (g) reverted: what its restorer asked for); others', their program's.
+    pub weight: u8,
     /// How many refreshes it sent (the next one's id).
     pub refreshes_sent: u8,
     /// `Hold::unanswered_refreshes`: the ids (bits) of its refreshes that got
@@ -333,6 +340,16 @@ pub enum Step {
     /// `Lease::give_up` (with `give_ups_apart`): resolve.lua for a token that
     /// may be queued or hold the lease (`second`: its `call_idempotent` retry).
     GiveUp { second: bool },
+    /// `Lease::reconfirm` (fix (w)): a grant read only once its bound had
+    /// passed, extended (owner-checked, sent at `sent`, the `tries`-th time)
+    /// and WAITed for; then it is ours from `sent`.
+    Reconfirm {
+        sent: Time,
+        fence: u16,
+        data: Option<Data>,
+        via: Via,
+        tries: u8,
+    },
 }
 
 /// What the request thread is doing.

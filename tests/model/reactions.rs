@@ -111,20 +111,30 @@ impl System {
             (Program::Permit { acquires, .. }, Pc::Idle) if !busy && client.ops < acquires => {
                 ops.push(Op::Acquire);
             }
-            (Program::Permit { refreshes, .. }, Pc::Held) => {
+            (
+                Program::Permit {
+                    refreshes, detach, ..
+                },
+                Pc::Held,
+            ) => {
                 if counting && client.refreshes < refreshes {
                     for &ttl in &cfg.refresh_ttls {
                         ops.push(Op::Refresh(ttl));
                     }
                 }
+                // Once, before any refresh.
+                if detach && client.refreshes == 0 {
+                    ops.push(Op::Detach);
+                }
                 ops.push(Op::Release);
             }
-            (Program::Restorer, Pc::Idle)
+            (Program::Restorer { .. }, Pc::Idle)
                 if !busy && client.ops == 0 && s.ghost.detached.is_some() =>
             {
                 ops.push(Op::Restore);
             }
-            (Program::Restorer, Pc::Held) => {
+            (Program::Restorer { .. }, Pc::Held) => {
+                // synchronized() on a lock's token, acquire() on a permit's.
                 if client.refreshes == 0 {
                     ops.push(Op::Sync);
                 }
@@ -143,7 +153,7 @@ impl System {
             }
             _ => {}
         }
-        let crashable = !matches!(program, Program::Revoker { .. } | Program::Restorer);
+        let crashable = !matches!(program, Program::Revoker { .. } | Program::Restorer { .. });
         if s.crashes > 0 && crashable && client.pc != Pc::Idle {
             ops.push(Op::Crash);
         }
@@ -210,15 +220,19 @@ impl System {
                 client.pc = Pc::Held;
             }
             Op::Sync => {
-                // `synchronized()` on the restored object: `holding()` asks Redis
-                // what the hold is before relying on it (with the fix reverted,
-                // it takes the lock alone for granted).
+                // `synchronized()` on a restored lock object (a semaphore's:
+                // `acquire()`): `holding()` (`held_weight()`) asks Redis what
+                // the hold is before relying on it. With the fix reverted, it
+                // takes the lock alone (as many permits as it asks) for granted.
                 let now = s.now;
                 let client = s.client_mut(c);
                 client.refreshes += 1;
                 let hold = client.hold.as_mut().expect("restored");
                 if hold.kind == Kind::Unknown && !cfg.fixes.restore_verifies {
-                    hold.kind = Kind::Alone;
+                    hold.kind = self.restored_kind(hold.token, false);
+                    if let Program::Restorer { permits } = cfg.clients[usize::from(c)] {
+                        hold.weight = permits;
+                    }
                 }
                 if hold.kind == Kind::Unknown {
                     let token = hold.token;
@@ -229,7 +243,7 @@ impl System {
                     };
                     self.send(s, c, Link::Request, Req::Inspect { token });
                 } else {
-                    self.synchronized(s, c);
+                    self.restored_call(s, c);
                 }
             }
             Op::Refresh(ttl) => {
@@ -369,6 +383,46 @@ impl System {
     fn convert(&self, s: &mut State, c: u8, want: Want, wait: Time) {
         let token = s.client(c).hold.expect("held").token;
         self.claim(s, c, want, Some(token), wait);
+    }
+
+    /// What Redis says a restored token holds (`Lock::ask_restored`): a
+    /// semaphore's is a permit; a lock's, the lock alone or a read hold.
+    fn restored_kind(&self, token: Token, shared: bool) -> Kind {
+        match self.config.clients[usize::from(token.client)] {
+            Program::Permit { .. } => Kind::Permit,
+            _ if shared => Kind::Shared,
+            _ => Kind::Alone,
+        }
+    }
+
+    /// A `Restorer`'s call once its hold's kind is known: `synchronized()` on
+    /// a lock's; on a semaphore's, `acquire()` of its `permits`, which refuses
+    /// (a `ValueError`) a hold of another weight and extends (`renew_held`)
+    /// one of this weight. (A permit no longer held would be claimed afresh:
+    /// an ordinary acquire, left to the other configurations.)
+    fn restored_call(&self, s: &mut State, c: u8) {
+        let Program::Restorer { permits } = self.config.clients[usize::from(c)] else {
+            unreachable!("a restorer's call")
+        };
+        let permit = self.restores_permit(s);
+        match s.client(c).hold {
+            Some(h) if h.kind != Kind::Permit => self.synchronized(s, c),
+            None if !permit => self.synchronized(s, c),
+            None => s.client_mut(c).pc = Pc::Idle,
+            Some(h) if h.weight != permits => {
+                say(|| format!("c{c}: acquire({permits}) refused, it holds {}", h.weight));
+                s.client_mut(c).pc = Pc::Held;
+            }
+            // (`Then::Sync`: not ours any more, and it stops.)
+            Some(_) => self.refresh(s, c, self.config.ttl, Then::Sync),
+        }
+    }
+
+    /// The token restored is a semaphore's.
+    fn restores_permit(&self, s: &State) -> bool {
+        s.ghost
+            .detached
+            .is_some_and(|t| self.restored_kind(t, true) == Kind::Permit)
     }
 
     /// `synchronized()` on a hold whose kind is known: nested in a read hold it
@@ -552,12 +606,13 @@ impl System {
                             generation,
                             Via::Restored,
                         );
-                        hold.kind = if o.shared { Kind::Shared } else { Kind::Alone };
+                        hold.kind = self.restored_kind(token, o.shared);
+                        hold.weight = o.weight;
                         hold
                     });
                     say(|| format!("c{c}'s restored hold is {:?}", client.hold.map(|h| h.kind)));
                     match then {
-                        None => self.synchronized(s, c),
+                        None => self.restored_call(s, c),
                         Some(want) => self.acquire_verified(s, c, want),
                     }
                     note_fence(s, c);
@@ -900,6 +955,27 @@ impl System {
                 }
                 Outcome::Broken | Outcome::TimedOut => self.give_up(s, c, token, true),
             },
+            Step::Reconfirm {
+                sent,
+                fence,
+                data,
+                via,
+                ..
+            } => match outcome {
+                Outcome::Reply(Reply::Int(1), acks) if acks != Some(false) => {
+                    self.won(s, c, claim, sent, fence, data, via)
+                }
+                Outcome::Reply(Reply::Int(0), _) => self.grant_lapsed(s, c, claim),
+                // Too few replicas (`claim_replicated`): given back, unless the
+                // master changed meanwhile, and given up.
+                Outcome::Reply(..) => {
+                    if !self.switched_since(s, c, claim.generation) {
+                        self.release_token(s, c, token);
+                    }
+                    self.give_up(s, c, token, true)
+                }
+                Outcome::Broken | Outcome::TimedOut => self.give_up(s, c, token, true),
+            },
             Step::Reread { since, via, second } => match outcome {
                 Outcome::Reply(Reply::Owned(Some(owned)), _) if self.adopts(c, claim, owned) => {
                     claim.generation = s.client(c).generation;
@@ -995,6 +1071,22 @@ impl System {
         via: Via,
     ) {
         let cfg = &self.config;
+        // Read only once its bound had passed: (w) extended first.
+        if since + cfg.ttl <= s.now {
+            let tries = match claim.step {
+                Step::Reconfirm { tries, .. } => tries,
+                _ => 0,
+            };
+            match (cfg.fixes.grant_reconfirms, tries) {
+                (true, 0 | 1) => return self.reconfirm(s, c, claim, fence, data, via, tries),
+                (true, _) => return self.grant_lapsed(s, c, claim),
+                (false, _) => {}
+            }
+        }
+        if matches!(claim.step, Step::Reconfirm { .. }) {
+            s.ghost.reconfirmed = true;
+        }
+        let now = s.now;
         let client = s.client_mut(c);
         let mut hold = new_hold(
             cfg.ttl,
@@ -1009,6 +1101,8 @@ impl System {
         client.hold = Some(hold);
         client.read = data;
         client.pc = Pc::Held;
+        // Told it holds, the user counts on it: checked on the hold itself.
+        let lapsed = !client.counts_on_hold(now);
         say(|| {
             format!(
                 "c{c} holds {:?} ({via:?}), counting until {}",
@@ -1016,7 +1110,65 @@ impl System {
                 since + cfg.ttl
             )
         });
+        s.ghost.reported_lapsed |= lapsed;
         note_fence(s, c);
+    }
+
+    /// `Lease::reconfirm`: the grant extended now (owner-checked) and WAITed
+    /// for, to be counted on from this send.
+    #[allow(clippy::too_many_arguments)]
+    fn reconfirm(
+        &self,
+        s: &mut State,
+        c: u8,
+        mut claim: Claim,
+        fence: u16,
+        data: Option<Data>,
+        via: Via,
+        tries: u8,
+    ) {
+        say(|| format!("c{c}: the grant was read after its bound; extended first"));
+        claim.step = Step::Reconfirm {
+            sent: s.now,
+            fence,
+            data,
+            via,
+            tries: tries + 1,
+        };
+        s.client_mut(c).pc = Pc::Claim(claim);
+        let req = Req::Refresh {
+            token: claim.token,
+            ttl: self.config.ttl,
+            how: How::Grant,
+        };
+        self.send(s, c, Link::Request, req);
+    }
+
+    /// The grant read late is not ours (or not in time): a conversion's hold
+    /// is let go (`Lock::convert`'s `Got::Lapsed`); a fresh claim's token is
+    /// withdrawn (`Lease::replace_voided`, its withdraw in flight here) and a
+    /// fresh one asks again while the wait lasts (the code asks once: a
+    /// subset of what the model lets happen).
+    fn grant_lapsed(&self, s: &mut State, c: u8, mut claim: Claim) {
+        let token = claim.token;
+        if claim.convert {
+            say(|| format!("c{c}: its converted hold ran out; the conversion is over"));
+            self.release_token(s, c, token);
+            let client = s.client_mut(c);
+            stop_watch(client);
+            client.hold = None;
+            client.pc = Pc::Idle;
+            return;
+        }
+        let node = s.client(c).generation - 1;
+        s.orphan(&self.config, node, Req::Abandon { token });
+        claim.token = new_token(s.client_mut(c), c);
+        claim.busy_since = None;
+        if claim.deadline <= s.now {
+            return self.claim_over(s, c, claim);
+        }
+        s.client_mut(c).pc = Pc::Claim(claim);
+        self.attempt(s, c);
     }
 
     /// `LockClaim::adopts`: what resolve.lua found our token holding is what
@@ -1374,6 +1526,7 @@ fn new_hold(
         },
         via,
         fence_noted: false,
+        weight: 1,
         refreshes_sent: 0,
         unanswered: 0,
     }

@@ -230,6 +230,9 @@ pub struct Owned {
     pub data: Option<Data>,
     /// A read hold or a permit ('-'), not the lock alone.
     pub shared: bool,
+    /// How many permits it takes (`<lock>:weights`; the lock alone, a
+    /// reader: 1).
+    pub weight: u8,
 }
 
 /// How session_revoke.lua leaves its marker: fixes (b) and (f).
@@ -460,11 +463,12 @@ impl Script<'_> {
 
     /// `ZSCORE <lock>:holders token`: the end of its shared hold, if a member.
     fn shared_end(&self, token: Token) -> Option<Time> {
-        self.db
-            .holders
-            .iter()
-            .find(|h| h.token == token)
-            .map(|h| h.until)
+        self.shared(token).map(|h| h.until)
+    }
+
+    /// The shared hold of `token`, if it has one.
+    fn shared(&self, token: Token) -> Option<Shared> {
+        self.db.holders.iter().find(|h| h.token == token).copied()
     }
 
     /// lib.lua's `wake_up`.
@@ -932,18 +936,20 @@ impl Script<'_> {
                 fence: v.fence,
                 data,
                 shared: false,
+                weight: 1,
             }));
         }
         self.leave_queue(token);
         // A token with a shared hold is never voided: an upgrade that holds it as
         // a reader only leaves the queue.
-        if let Some(ends) = self.shared_end(token).filter(|&e| e > self.now) {
+        if let Some(h) = self.shared(token).filter(|h| h.until > self.now) {
             self.void_holder(token);
             return Reply::Owned(Some(Owned {
-                pttl: ends - self.now,
+                pttl: h.until - self.now,
                 fence: None,
                 data: None,
                 shared: true,
+                weight: h.weight,
             }));
         }
         if !self.db.void.contains(&token) {
@@ -969,19 +975,17 @@ impl Script<'_> {
                 fence: v.fence,
                 data: None,
                 shared: false,
+                weight: 1,
             }));
         }
         let now = self.now_ms();
-        Reply::Owned(
-            self.shared_end(token)
-                .filter(|&e| e > now)
-                .map(|ends| Owned {
-                    pttl: ends - now,
-                    fence: None,
-                    data: None,
-                    shared: true,
-                }),
-        )
+        Reply::Owned(self.shared(token).filter(|h| h.until > now).map(|h| Owned {
+            pttl: h.until - now,
+            fence: None,
+            data: None,
+            shared: true,
+            weight: h.weight,
+        }))
     }
 
     /// session_open.lua (no `max_waiters` cap: ARGV[4] is 0).

@@ -219,6 +219,13 @@ pub struct Fixes {
     /// renewal's start. Off: the answer cleared it, and a renewal counted its
     /// whole ttl (found by review of (u)).
     pub answered_retry_on_its_way: bool,
+    /// (w) A grant read only once its bound had passed by our clock (a WAIT,
+    /// a slow reply, a stall) is extended, owner-checked, and WAITed for
+    /// before it is reported, and counted on from that extension
+    /// (`Lease::reconfirm`, twice at most); not ours any more, the claim asks
+    /// again with a fresh token (a conversion's hold is let go). Off: it is
+    /// reported held, as before the fix (found by review, stop 55).
+    pub grant_reconfirms: bool,
 }
 
 /// Where the failover is.
@@ -299,6 +306,10 @@ pub struct Ghost {
     pub woken_together: bool,
     /// A conversion found its own hold ran out.
     pub lapsed: bool,
+    /// A claim reported a hold whose bound had passed (fix (w) reverted).
+    pub reported_lapsed: bool,
+    /// A grant read after its bound was extended before it was reported.
+    pub reconfirmed: bool,
     /// A script run gave a token a hold (the lock, a read hold, a permit) that
     /// nobody wanted any more (see `State::wanted`).
     pub unwanted_grant: Option<Token>,
@@ -713,6 +724,9 @@ fn describe(client: &Client, now: Time) -> String {
             " hold {:?} {:?} fence {} until {} ({:?}, gen {}, {counting})",
             h.token, h.kind, h.fence, h.watch.end, h.watch.state, h.watch.generation
         );
+        if h.weight != 1 {
+            let _ = write!(s, " of {} permits", h.weight);
+        }
     }
     if client.generation > 1 {
         let _ = write!(s, " knows gen {}", client.generation);
@@ -1024,6 +1038,10 @@ impl Model for System {
                     !permits || (counted.max(live) <= usize::from(s.ghost.last_limit))
                 },
             ),
+            Property::always(
+                "a claim reports a hold only while it counts on it",
+                |_, s: &State| !s.ghost.reported_lapsed,
+            ),
             Property::always("no grant outlives its holder's interest", |_, s: &State| {
                 s.ghost.unwanted_grant.is_none()
             }),
@@ -1157,6 +1175,10 @@ impl Model for System {
                         && c.hold.is_some_and(|h| h.via == crate::client::Via::Woken)
                 })
             }),
+            Property::sometimes(
+                "a grant read after its bound extended before it was reported",
+                |_, s: &State| s.ghost.reconfirmed,
+            ),
             Property::sometimes("a restored hold relied on", |_, s: &State| {
                 s.clients.iter().any(|c| {
                     c.counted(s.now).is_some()
@@ -1196,6 +1218,10 @@ impl System {
             .filter_map(|(c, p)| match p {
                 Program::Permit { weight, .. } if c.counted(s.now) == Some(Kind::Permit) => {
                     Some(usize::from(*weight))
+                }
+                // A restored permit: the weight its token took.
+                Program::Restorer { .. } if c.counted(s.now) == Some(Kind::Permit) => {
+                    c.hold.map(|h| usize::from(h.weight))
                 }
                 _ => None,
             })
