@@ -166,7 +166,9 @@ namespace {
          * After a release() that timed out, that release is completed first and a fresh lease taken.
          *
          * @param float $wait Seconds to wait: >= 0 (0: try once) and at most 2592000.
-         * @return bool True: we hold it. False: another holder still has it after `$wait`.
+         * @return bool True: we hold it. False: another holder still has it after `$wait`; or the
+         *         grant was read only after its lease could have ended and was no longer ours (asked
+         *         again once: a ttl shorter than a round trip and its WAIT can never be held).
          * @throws \ValueError when `$wait` is negative, not finite or too large.
          * @throws \RedisLease\ConnectionException when Redis is unreachable, times out or answers
          *         with an error. Never returned as false. If Redis might have granted the lock
@@ -480,8 +482,8 @@ namespace {
 
         /**
          * Deletes the session's data and unlocks it. In a read-only request (on_lock_timeout =
-         * readonly) or for a session this request does not hold, it also revokes the lease of the
-         * request holding it, whose later write is then refused: a logout always takes effect. In a
+         * readonly), for a session this request does not hold, or after this request's lease was
+         * lost (a pause past lock_ttl), it also revokes the lease of the request holding it, whose later write is then refused: a logout always takes effect. In a
          * read-only request, it also notes whether the session still held what the request read,
          * for the fresh id that regenerate(true) writes next (see write()).
          */
@@ -496,7 +498,11 @@ namespace {
         /** Whether a session with this id exists (used by session.use_strict_mode). */
         public function validateId(#[\SensitiveParameter] string $id): bool {}
 
-        /** lazy_write with unchanged data: renews the data's ttl and unlocks, owner-checked. */
+        /**
+         * lazy_write with unchanged data: renews the data's ttl and unlocks, owner-checked. For a
+         * session saved or closed earlier in this request, a write of `$data` (see write()): nothing
+         * to do when that is what the request last saw of it.
+         */
         public function updateTimestamp(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool {}
 
         /**

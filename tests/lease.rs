@@ -92,7 +92,7 @@ fn an_expired_holder_cannot_touch_the_new_holders_lock() {
     let a = lease(&server, "expiry");
     let b = lease(&server, "expiry");
     let mut ha = a
-        .acquire(Duration::from_millis(50), Duration::ZERO)
+        .acquire(Duration::from_millis(300), Duration::ZERO)
         .unwrap()
         .unwrap();
     let mut raw = server.conn();
@@ -845,7 +845,7 @@ fn a_lost_lease_gets_no_fence() {
     let server = RedisServer::start();
     let a = lease(&server, "lostfence");
     let mut ha = a
-        .acquire(Duration::from_millis(30), Duration::ZERO)
+        .acquire(Duration::from_millis(300), Duration::ZERO)
         .unwrap()
         .unwrap();
     let mut raw = server.conn();

@@ -835,9 +835,11 @@ fn stalled(
 fn a_grant_read_after_its_ttl_is_extended_before_it_is_counted_on() {
     let server = RedisServer::start();
     let proxy = HoldingProxy::start(server.port);
-    let ttl = Duration::from_millis(300);
-    let lock = Lock::new(through(&proxy, "stalled-grant"), ttl).with_auto_renew(true);
-    let stall = ttl + Duration::from_millis(100);
+    // Long enough that the reconfirm, and the look at Redis after it, fit in
+    // it on a loaded machine.
+    let ttl = SEC;
+    let lock = Lock::new(through_with(&proxy, "stalled-grant", 5), ttl).with_auto_renew(true);
+    let stall = ttl + Duration::from_millis(200);
     let (got, sent, lock) = stalled(&proxy, stall, lock, |l| l.acquire(Duration::ZERO));
     assert!(got.unwrap(), "the lease the late script set is ours");
     let hold = lock.hold().expect("held, not lost at once");
@@ -856,12 +858,12 @@ fn a_grant_read_after_its_ttl_is_extended_before_it_is_counted_on() {
 fn a_refresh_answered_after_its_ttl_is_sent_again_before_it_is_counted_on() {
     let server = RedisServer::start();
     let proxy = HoldingProxy::start(server.port);
-    let mut lock = Lock::new(through(&proxy, "stalled-refresh"), SEC * 30);
+    let mut lock = Lock::new(through_with(&proxy, "stalled-refresh", 5), SEC * 30);
     assert!(lock.acquire(Duration::ZERO).unwrap());
-    let stall = Duration::from_millis(400);
-    let (got, sent, lock) = stalled(&proxy, stall, lock, |l| {
-        l.refresh(Duration::from_millis(300))
-    });
+    // Long enough that the re-send, and the look at Redis after it, fit in
+    // the lease on a loaded machine.
+    let stall = Duration::from_millis(1200);
+    let (got, sent, lock) = stalled(&proxy, stall, lock, |l| l.refresh(SEC));
     assert!(got.unwrap(), "the lease is still ours");
     let hold = lock.hold().expect("held");
     assert!(

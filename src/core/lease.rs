@@ -826,6 +826,8 @@ impl Lease {
                         }
                         continue;
                     }
+                    // No answer: asking again now would only double the wait.
+                    Err(Failure::TimedOut(e)) => return Err(unresolved(&e, token)),
                     Err(f) => return Err(self.give_up(c, &token, true, f.into_error())),
                 },
                 Attempt::Again => continue,
