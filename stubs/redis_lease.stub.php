@@ -275,7 +275,10 @@ namespace {
          * keeps it: it is not released, and its result is returned if the detached token still
          * holds the lock (LockLostException otherwise). Nested in a read hold (a restored read token
          * included), it throws LeaseException before running the callback: that would need an
-         * upgrade (acquire()).
+         * upgrade (acquire()). A pcntl_fork() child of the callback returns from its copy of this
+         * call without releasing: the hold is its parent's, released when the parent's callback
+         * returns; it returns the child's result only if the hold is still there then
+         * (LockLostException otherwise).
          *
          * @param callable $callback Called with no arguments.
          * @param float $wait Seconds to wait for the lock, as in acquire().

@@ -872,3 +872,34 @@ fn a_refresh_answered_after_its_ttl_is_sent_again_before_it_is_counted_on() {
     );
     assert!(pttl(&server, "lock:{stalled-refresh}") > 0);
 }
+
+/// An upgrade of a read hold whose refresh got no answer: that refresh may
+/// still run after the upgrade, and end the write lock at the refresh's ttl.
+/// Read after that bound (here its answer stalled), the converted hold is
+/// extended first, which voids the refresh, and counted on from then. Before
+/// (review, stop 55), acquire() said true for a hold whose bound had passed:
+/// the late refresh could cut the lock to 300 ms under its new writer.
+#[test]
+fn an_upgrade_read_after_a_carried_refresh_could_end_it_is_extended_first() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut lock = Lock::new(through_with(&proxy, "carried", 2), SEC * 30);
+    assert!(lock.acquire_read(Duration::ZERO).unwrap());
+    // The refresh waits in the proxy, on its own link, until the end.
+    proxy.hold(true);
+    let short = Duration::from_millis(300);
+    assert!(lock.refresh(short).is_err(), "no answer in time");
+    // Long past the refresh's ttl, well within the read timeout.
+    let stall = Duration::from_millis(800);
+    let (got, sent, lock) = stalled(&proxy, stall, lock, |l| l.acquire(Duration::ZERO));
+    assert!(got.unwrap(), "the upgrade and the extension are ours");
+    let hold = lock.hold().expect("held");
+    assert!(!hold.shared, "upgraded");
+    assert!(
+        hold.safe_until() > sent + stall,
+        "counted on from the extension, not up to the carried refresh's end"
+    );
+    // Whenever the held refresh ran, it did not cut the lease (voided, or
+    // run before the extension).
+    assert!(pttl(&server, "lock:{carried}") > 1000);
+}

@@ -102,6 +102,7 @@ fn as_implemented() -> Fixes {
         give_up_defers_release: true,
         answered_retry_on_its_way: true,
         grant_reconfirms: true,
+        conversion_recounts: true,
     }
 }
 
@@ -532,6 +533,69 @@ fn reverted_u_a_late_refresh_that_cuts_a_later_one_gives_two_holders() {
     assert_violated(&*checker, MUTEX);
 }
 
+/// A reader refreshes its read hold for a shorter ttl, and the refresh gets
+/// no answer (it may still run); then it upgrades. Run after the upgrade, the
+/// refresh would end the write lock at its own ttl: the converted hold carries
+/// its bound (`Hold::carry_unanswered`), and read after it, is extended first
+/// (fix (x)). The other client takes the lock alone.
+fn refreshed_upgrades() -> Config {
+    let mut config = late_refreshes();
+    config.clients = vec![
+        Program::Reader {
+            acquires: 1,
+            upgrade: true,
+            detach: false,
+            retry: false,
+            refresh: true,
+        },
+        Program::Lock {
+            acquires: 1,
+            refreshes: 0,
+        },
+    ];
+    config.refresh_ttls = vec![1];
+    config
+}
+
+#[test]
+fn an_upgrade_carrying_an_unanswered_refresh_is_counted_on_only_as_redis_may_keep_it() {
+    let checker = check("refreshed upgrades", refreshed_upgrades(), None);
+    assert_holds(
+        &*checker,
+        &LOCK_PROPERTIES,
+        &[
+            "an upgrade granted",
+            "a conversion read after a carried refresh's bound extended before it was reported",
+        ],
+    );
+    // The watchdog renews the read hold meanwhile (two links may fail); and
+    // with wait_replicas (the extension WAITed for).
+    let mut config = refreshed_upgrades();
+    config.renew = true;
+    config.faults = 2;
+    let checker = check("refreshed upgrades, renewed", config, None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+    let mut config = refreshed_upgrades();
+    config.wait_replicas = true;
+    let checker = check("refreshed upgrades, wait_replicas", config, None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+}
+
+/// Fix (x) reverted (review, stop 55): the upgrade is read after the carried
+/// refresh's bound and reported held; the refresh may then run and end the
+/// write lock under its holder, and the other client takes it.
+#[test]
+fn reverted_x_an_upgrade_read_after_a_carried_refresh_could_end_it_is_reported_held() {
+    let mut config = refreshed_upgrades();
+    config.fixes.conversion_recounts = false;
+    let checker = check(
+        "(x) a carried refresh's bound passed",
+        config,
+        Some(REPORTED),
+    );
+    assert_violated(&*checker, REPORTED);
+}
+
 /// Two requests of one session, wait_replicas=1, a failover.
 fn sessions(failover: Failover) -> Config {
     let mut config = locks(failover);
@@ -690,6 +754,7 @@ fn reader(upgrade: bool, detach: bool) -> Program {
         upgrade,
         detach,
         retry: false,
+        refresh: false,
     }
 }
 
@@ -884,6 +949,7 @@ fn retried_conversions(failover: Failover) -> Config {
             upgrade: true,
             detach: false,
             retry: true,
+            refresh: false,
         },
         Program::Writer {
             acquires: 1,

@@ -249,9 +249,18 @@ fn synchronized(
     guard.get_mut().0 = None;
     drop(guard);
     // A pcntl_fork() child of the callback's returns here too (its exit() is an
-    // exception in PHP 8): the hold is the parent's, still inside its callback,
-    // and released by the parent's synchronized() when that returns.
+    // exception in PHP 8): the hold is the parent's, released by the parent's
+    // synchronized() when its own callback returns. The child's work was under
+    // it only if it is still there (the parent may have returned first).
     if lock.borrow().inherited() {
+        if let (Ok(_), Some(t)) = (&result, &token) {
+            if !lock.borrow().token_alive(t)? {
+                return Err(lost(
+                    &key,
+                    "before the callback finished in this pcntl_fork() child (the hold is its parent's)",
+                ));
+            }
+        }
         return result.map_err(Into::into);
     }
     // The callback may have lost the lease and taken a new one (a nested

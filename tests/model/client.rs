@@ -27,6 +27,9 @@ pub enum Program {
         detach: bool,
         /// After an upgrade that threw, acquire() once more (`Op::Retry`).
         retry: bool,
+        /// `refresh()` the read hold once (a ttl of `refresh_ttls`) before
+        /// converting it: a refresh left unanswered is carried by the upgrade.
+        refresh: bool,
     },
     /// `acquire()`, hold, maybe a downgrade (`acquireRead()` on the write
     /// hold) or a `detach()`, release.
@@ -281,8 +284,8 @@ pub struct Hold {
     pub refreshes_sent: u8,
     /// `Hold::unanswered_refreshes`: the ids (bits) of its refreshes that got
     /// no answer, for the next one to void. (Their bound is the watch's
-    /// `setting`, kept until a refresh is answered: the model's refreshes are
-    /// a lock holder's or a permit's, never carried across a conversion.)
+    /// `setting`, kept until a refresh is answered, and carried by a
+    /// conversion: `Hold::carry_unanswered`.)
     pub unanswered: u8,
 }
 
@@ -422,6 +425,10 @@ pub enum Then {
     /// `renew_held` of a `synchronized()` nested in the hold: not ours, and it
     /// throws (the lease was lost).
     Sync,
+    /// `Lock::recount` (fix (x)): a converted hold carrying a refresh left
+    /// unanswered, read after that refresh's bound, extended first (the
+    /// `.0`-th time); reported held only if counted on after it.
+    Recount(u8),
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

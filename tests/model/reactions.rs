@@ -48,12 +48,20 @@ impl System {
                     upgrade,
                     detach,
                     retry,
+                    refresh,
                     ..
                 },
                 Pc::Held,
             ) => {
                 // One conversion (or detach) per hold.
                 if kind == Some(Kind::Shared) && client.refreshes < client.ops {
+                    // Once, before it (its hold's own count: `refreshes`
+                    // counts the conversions).
+                    if refresh && counting && client.hold.is_some_and(|h| h.refreshes_sent == 0) {
+                        for &ttl in &cfg.refresh_ttls {
+                            ops.push(Op::Refresh(ttl));
+                        }
+                    }
                     if upgrade {
                         ops.push(Op::Upgrade);
                     }
@@ -247,7 +255,9 @@ impl System {
                 }
             }
             Op::Refresh(ttl) => {
-                s.client_mut(c).refreshes += 1;
+                if !matches!(cfg.clients[usize::from(c)], Program::Reader { .. }) {
+                    s.client_mut(c).refreshes += 1;
+                }
                 self.refresh(s, c, ttl, Then::User);
             }
             Op::Fence => {
@@ -681,6 +691,9 @@ impl System {
                 };
                 let fix_v = self.config.fixes.answered_retry_on_its_way;
                 refreshed(s, c, sent, ttl, extended, fix_v);
+                if let Then::Recount(tries) = then {
+                    return self.recounted(s, c, extended, tries);
+                }
                 let now = s.now;
                 let client = s.client_mut(c);
                 // `Lock::adopt_unresolved`: not ours on a master learned of
@@ -1098,8 +1111,31 @@ impl System {
             via,
         );
         hold.kind = claim.want.kind();
+        // `Hold::carry_unanswered`: the old hold's refreshes left unanswered
+        // may still run, after the conversion, no earlier than its grant.
+        let carried = client
+            .hold
+            .filter(|h| claim.convert && h.token == claim.token && h.unanswered != 0);
+        if let Some(old) = carried {
+            hold.unanswered = old.unanswered;
+            hold.refreshes_sent = old.refreshes_sent;
+            if let Some((sent, ttl)) = old.watch.setting {
+                let sent = sent.max(since);
+                hold.watch.setting = Some((sent, ttl));
+                hold.watch.end = hold.watch.end.min(sent + ttl);
+            }
+        }
+        // (x) Read after that bound: extended first (`Lock::recount`), not
+        // watched until it is counted on (`Lock::set_hold` comes after).
+        let recount =
+            carried.is_some() && !hold.watch.counting(now) && cfg.fixes.conversion_recounts;
+        hold.watch.watched = !recount;
         client.hold = Some(hold);
         client.read = data;
+        if recount {
+            say(|| format!("c{c}: its conversion was read after a carried refresh's bound"));
+            return self.refresh(s, c, cfg.ttl, Then::Recount(1));
+        }
         client.pc = Pc::Held;
         // Told it holds, the user counts on it: checked on the hold itself.
         let lapsed = !client.counts_on_hold(now);
@@ -1142,6 +1178,44 @@ impl System {
             how: How::Grant,
         };
         self.send(s, c, Link::Request, req);
+    }
+
+    /// `Lock::recount`'s extension answered (`extended`: as `Hold::refreshed`
+    /// reads it) after its `tries`-th send: counted on from its send if that
+    /// is still ahead; late, sent again once; then the conversion is over, as
+    /// when it is not ours (`Got::Lapsed`). Unanswered, `Lock::convert` lets
+    /// the hold go (the conversion threw: fix (i)).
+    fn recounted(&self, s: &mut State, c: u8, extended: Option<bool>, tries: u8) {
+        let now = s.now;
+        let client = s.client_mut(c);
+        let counted = client.hold.is_some_and(|h| h.watch.counting(now));
+        match extended {
+            Some(true) if counted => {
+                client.pc = Pc::Held;
+                if let Some(h) = client.hold.as_mut() {
+                    h.watch.watched = true;
+                }
+                s.ghost.recounted = true;
+                say(|| format!("c{c} holds its converted hold, extended"));
+                note_fence(s, c);
+            }
+            Some(true) if tries < 2 => self.refresh(s, c, self.config.ttl, Then::Recount(2)),
+            Some(_) => {
+                say(|| format!("c{c}: its converted hold is not counted on; let go"));
+                let token = stop_watch(client).expect("held");
+                client.hold = None;
+                client.pc = Pc::Idle;
+                self.release_token(s, c, token);
+            }
+            None => {
+                client.pc = Pc::Held;
+                if let Some(h) = client.hold.as_mut() {
+                    h.kind = Kind::Unknown;
+                    h.watch.end = h.watch.end.min(now);
+                    h.via = Via::LetGo;
+                }
+            }
+        }
     }
 
     /// The grant read late is not ours (or not in time): a conversion's hold

@@ -226,6 +226,13 @@ pub struct Fixes {
     /// again with a fresh token (a conversion's hold is let go). Off: it is
     /// reported held, as before the fix (found by review, stop 55).
     pub grant_reconfirms: bool,
+    /// (x) A conversion carries its old hold's refreshes left unanswered, which
+    /// may still run and end the converted lease at their own ttl: read after
+    /// that bound, the converted hold is extended first (owner-checked, voiding
+    /// them), twice at most, and counted on from that send (`Lock::recount`).
+    /// Off: it is reported held with the carried bound passed, as before the
+    /// fix (found by review, stop 55).
+    pub conversion_recounts: bool,
 }
 
 /// Where the failover is.
@@ -310,6 +317,9 @@ pub struct Ghost {
     pub reported_lapsed: bool,
     /// A grant read after its bound was extended before it was reported.
     pub reconfirmed: bool,
+    /// A conversion read after a carried refresh's bound was extended before
+    /// it was reported (fix (x)).
+    pub recounted: bool,
     /// A script run gave a token a hold (the lock, a read hold, a permit) that
     /// nobody wanted any more (see `State::wanted`).
     pub unwanted_grant: Option<Token>,
@@ -1178,6 +1188,10 @@ impl Model for System {
             Property::sometimes(
                 "a grant read after its bound extended before it was reported",
                 |_, s: &State| s.ghost.reconfirmed,
+            ),
+            Property::sometimes(
+                "a conversion read after a carried refresh's bound extended before it was reported",
+                |_, s: &State| s.ghost.recounted,
             ),
             Property::sometimes("a restored hold relied on", |_, s: &State| {
                 s.clients.iter().any(|c| {
