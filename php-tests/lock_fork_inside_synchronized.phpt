@@ -75,6 +75,9 @@ foreach ($cases as $label => [$semaphore, $how]) {
         $result = $sync();
     } catch (RedisLease\LockLostException $e) {
         $result = 'lost';
+    } catch (Throwable $e) {
+        // Anything else is named where the test compares (the child's too).
+        $result = get_class($e);
     }
     if (getmypid() !== $parent) {
         // The child's synchronized() returned (its callback did): it leaves.

@@ -875,31 +875,49 @@ fn a_refresh_answered_after_its_ttl_is_sent_again_before_it_is_counted_on() {
 
 /// An upgrade of a read hold whose refresh got no answer: that refresh may
 /// still run after the upgrade, and end the write lock at the refresh's ttl.
-/// Read after that bound (here its answer stalled), the converted hold is
-/// extended first, which voids the refresh, and counted on from then. Before
-/// (review, stop 55), acquire() said true for a hold whose bound had passed:
-/// the late refresh could cut the lock to 300 ms under its new writer.
+/// Read after that bound (here the upgrade waited for another reader), the
+/// converted hold is extended first, which voids the refresh, and counted on
+/// from then. Before (review, stop 55), acquire() said true for a hold whose
+/// bound had passed: the late refresh could cut the lock to 300 ms under its
+/// new writer.
 #[test]
 fn an_upgrade_read_after_a_carried_refresh_could_end_it_is_extended_first() {
     let server = RedisServer::start();
     let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
     let mut lock = Lock::new(through_with(&proxy, "carried", 2), SEC * 30);
+    let mut other = Lock::new(through_with(&proxy, "carried", 2), SEC * 30);
     assert!(lock.acquire_read(Duration::ZERO).unwrap());
-    // The refresh waits in the proxy, on its own link, until the end.
-    proxy.hold(true);
-    let short = Duration::from_millis(300);
-    assert!(lock.refresh(short).is_err(), "no answer in time");
-    // Long past the refresh's ttl, well within the read timeout.
-    let stall = Duration::from_millis(800);
-    let (got, sent, lock) = stalled(&proxy, stall, lock, |l| l.acquire(Duration::ZERO));
+    assert!(other.acquire_read(Duration::ZERO).unwrap());
+    // Only the 300 ms refresh is held (by its ttl, as sent), until the end.
+    proxy.hold_command(b"\r\n300\r\n");
+    assert!(
+        lock.refresh(Duration::from_millis(300)).is_err(),
+        "unanswered"
+    );
+    proxy.await_held(SEC);
+    let blocked = info_count(&mut raw, "blocked_clients:");
+    let upgrade = std::thread::spawn(move || (lock.acquire(SEC * 10), lock));
+    await_until(SEC * 10, "the upgrade to wait for its wake-up", || {
+        info_count(&mut raw, "blocked_clients:") > blocked
+    });
+    // The stall itself, past the refresh's 300 ms from the upgrade's attempt,
+    // not a wait for anything.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(other.release().unwrap());
+    let (got, lock) = upgrade.join().unwrap();
     assert!(got.unwrap(), "the upgrade and the extension are ours");
     let hold = lock.hold().expect("held");
     assert!(!hold.shared, "upgraded");
     assert!(
-        hold.safe_until() > sent + stall,
-        "counted on from the extension, not up to the carried refresh's end"
+        hold.safe_until() > Instant::now() + SEC * 20,
+        "counted on from the extension (30 s), not up to the carried refresh's end"
     );
-    // Whenever the held refresh ran, it did not cut the lease (voided, or
-    // run before the extension).
-    assert!(pttl(&server, "lock:{carried}") > 1000);
+    // The refresh, let through now, was voided by the extension.
+    let before = scripts_run(&mut raw);
+    proxy.hold(false);
+    await_until(SEC * 10, "the late refresh to run", || {
+        scripts_run(&mut raw) > before
+    });
+    assert!(pttl(&server, "lock:{carried}") > 20_000);
 }

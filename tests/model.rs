@@ -581,6 +581,44 @@ fn an_upgrade_carrying_an_unanswered_refresh_is_counted_on_only_as_redis_may_kee
     assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
 }
 
+/// A writer refreshes its write hold for a shorter ttl, the refresh gets no
+/// answer, and then it downgrades: the downgrade carries the refresh's bound
+/// as an upgrade does (`Lock::convert`). A reader waits to read.
+fn refreshed_downgrades() -> Config {
+    let mut config = refreshed_upgrades();
+    config.clients = vec![
+        Program::Writer {
+            acquires: 1,
+            downgrade: true,
+            retry: false,
+            retry_alone: false,
+            detach: false,
+            refresh: true,
+        },
+        Program::Reader {
+            acquires: 1,
+            upgrade: false,
+            detach: false,
+            retry: false,
+            refresh: false,
+        },
+    ];
+    config
+}
+
+#[test]
+fn a_downgrade_carrying_an_unanswered_refresh_is_counted_on_only_as_redis_may_keep_it() {
+    // (A downgrade never waits, and the model has no slow replies: it is read
+    // at once, never after the carried bound; the recount is the upgrade's.)
+    let checker = check("refreshed downgrades", refreshed_downgrades(), None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &["a downgrade"]);
+    let mut config = refreshed_downgrades();
+    config.renew = true;
+    config.faults = 2;
+    let checker = check("refreshed downgrades, renewed", config, None);
+    assert_holds(&*checker, &LOCK_PROPERTIES, &[]);
+}
+
 /// Fix (x) reverted (review, stop 55): the upgrade is read after the carried
 /// refresh's bound and reported held; the refresh may then run and end the
 /// write lock under its holder, and the other client takes it.
@@ -765,6 +803,7 @@ fn writer(downgrade: bool) -> Program {
         retry: false,
         retry_alone: false,
         detach: false,
+        refresh: false,
     }
 }
 
@@ -884,6 +923,7 @@ fn downgrade_retried_as_acquire() -> Config {
             retry: false,
             retry_alone: true,
             detach: false,
+            refresh: false,
         },
     ];
     config.crashes = 0;
@@ -957,6 +997,7 @@ fn retried_conversions(failover: Failover) -> Config {
             retry: false,
             retry_alone: false,
             detach: false,
+            refresh: false,
         },
     ];
     config
@@ -1043,6 +1084,7 @@ fn retried_downgrades(failover: Failover) -> Config {
             retry: true,
             retry_alone: false,
             detach: false,
+            refresh: false,
         },
     ];
     config

@@ -42,6 +42,9 @@ pub enum Program {
         retry_alone: bool,
         /// `detach()` the write hold (the token left for a `Restorer`).
         detach: bool,
+        /// `refresh()` the write hold once (a ttl of `refresh_ttls`) before
+        /// converting it: a refresh left unanswered is carried by the downgrade.
+        refresh: bool,
     },
     /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
     /// once (with a wait), hold, maybe refresh or `detach()` (the token left

@@ -89,12 +89,19 @@ impl System {
                     retry,
                     retry_alone,
                     detach,
+                    refresh,
                     ..
                 },
                 Pc::Held,
             ) => {
                 // One conversion (or detach) per hold.
                 if kind == Some(Kind::Alone) && client.refreshes < client.ops {
+                    // Once, before it (as a reader's).
+                    if refresh && counting && client.hold.is_some_and(|h| h.refreshes_sent == 0) {
+                        for &ttl in &cfg.refresh_ttls {
+                            ops.push(Op::Refresh(ttl));
+                        }
+                    }
                     if downgrade {
                         ops.push(Op::Downgrade);
                     }
@@ -255,7 +262,13 @@ impl System {
                 }
             }
             Op::Refresh(ttl) => {
-                if !matches!(cfg.clients[usize::from(c)], Program::Reader { .. }) {
+                let converts = matches!(
+                    cfg.clients[usize::from(c)],
+                    Program::Reader { .. } | Program::Writer { .. }
+                );
+                // A reader's or writer's refresh is bounded by its hold's
+                // `refreshes_sent`: `refreshes` counts their conversions.
+                if !converts {
                     s.client_mut(c).refreshes += 1;
                 }
                 self.refresh(s, c, ttl, Then::User);
