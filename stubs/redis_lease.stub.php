@@ -277,15 +277,16 @@ namespace {
          * included), it throws LeaseException before running the callback: that would need an
          * upgrade (acquire()). A pcntl_fork() child of the callback returns from its copy of this
          * call without releasing: the hold is its parent's, released when the parent's callback
-         * returns; it returns the child's result only if the hold is still there then
-         * (LockLostException otherwise).
+         * returns; the child's copy returns the callback's result only if Redis says the hold is
+         * still there when the callback returns (LockLostException otherwise).
          *
          * @param callable $callback Called with no arguments.
          * @param float $wait Seconds to wait for the lock, as in acquire().
          * @return mixed What `$callback` returned.
          * @throws \RedisLease\LockTimeoutException when the lock could not be acquired in time.
-         * @throws \RedisLease\LockLostException when the lease expired or was taken before the
-         *         callback returned, even if the callback then took a new one (a nested acquire()).
+         * @throws \RedisLease\LockLostException when the lease expired or was taken (or, in a
+         *         pcntl_fork() child, was released by the parent) before the callback returned, even
+         *         if the callback then took a new one (a nested acquire()).
          *         The callback's result is discarded then: its work ran (partly) without the lock.
          *         Raise the ttl, or call refresh() from inside the callback.
          * @throws \RedisLease\ConnectionException

@@ -524,7 +524,9 @@ impl Lock {
     /// readers keep it past `wait`, or another reader waits to upgrade: our read
     /// hold stays. False too when our hold had run out: someone may have come
     /// between, and what we read (or wrote) is not protected any more; the hold is
-    /// gone then. False in a forked child (the hold, its parent's, stays).
+    /// gone then. False too when it was read after a carried refresh could have
+    /// ended it and could not be extended in time (`recount`): released. False
+    /// in a forked child (the hold, its parent's, stays).
     fn convert(&mut self, want: Want, wait: Duration) -> Result<bool> {
         // A forked child's copy of its parent's hold is the parent's, which
         // counts on it as what it is: converted here, an upgrade would hold the
@@ -557,7 +559,8 @@ impl Lock {
         {
             Ok(Got::Held(mut hold)) => {
                 // The token's refreshes left unanswered may still arrive, and set
-                // the converted hold's expiry: its next refresh voids them.
+                // the converted hold's expiry: its next refresh (or `recount`'s
+                // extension) voids them.
                 if let Some(old) = &self.hold {
                     hold.carry_unanswered(old);
                 }
@@ -581,8 +584,10 @@ impl Lock {
             }
             Ok(Got::Busy) => Ok(false),
             Ok(Got::Lapsed) => {
-                // Usually nothing is left to free. But an attempt of this
-                // conversion whose link broke may have run late, after the
+                // Not counted on: the claim found the hold run out (usually
+                // nothing is left to free), or `recount` could not extend the
+                // converted hold in time (Redis may keep it). And an attempt of
+                // this conversion whose link broke may have run late, after the
                 // claim asked again: a downgrade's then made the token a reader
                 // (and the retry found it no writer), an upgrade's a writer.
                 if let Some(hold) = self.hold.clone() {

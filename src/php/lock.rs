@@ -255,9 +255,16 @@ fn synchronized(
     if lock.borrow().inherited() {
         if let (Ok(_), Some(t)) = (&result, &token) {
             if !lock.borrow().token_alive(t)? {
-                return Err(lost(
-                    &key,
-                    "before the callback finished in this pcntl_fork() child (the hold is its parent's)",
+                return Err(PhpException::new(
+                    format!(
+                        "The lease on '{}' was released by the parent process, or expired or was \
+                         taken, before the callback finished in this pcntl_fork() child (the hold \
+                         is the parent's); the callback's result is discarded (have the parent \
+                         wait for the child, pcntl_waitpid(), before its own callback returns)",
+                        printable(&key)
+                    ),
+                    0,
+                    lock_lost_exception(),
                 ));
             }
         }
