@@ -189,7 +189,7 @@ rl_same('read(C)', '', $h->read($sidC));
 rl_same('destroy(C)', true, $h->destroy($sidC));
 rl_same('write(C) after destroy(): false', false, outcome(fn() => $h->write($sidC, 'c|i:1;')));
 rl_same('updateTimestamp(C) after destroy(): false', false, outcome(fn() => $h->updateTimestamp($sidC, 'c|i:1;')));
-rl_same('... nothing exists for C', [], $raw->cmd('KEYS', '*' . $sidC . '*'));
+rl_same('... nothing exists for C', [], rl_session_lock_keys($raw, $sidC) ?: $raw->cmd('KEYS', 'PHPREDIS_SESSION:' . $sidC));
 take_ours();
 
 // read(), an early write(), then PHP's lazy write of the same data at the end
@@ -263,7 +263,7 @@ rl_same('native: session_start() again', true, session_start());
 rl_same('native: session_start() while active: true (PHP ignores it with a notice)', true, outcome(fn() => session_start()));
 rl_same('native: session_destroy()', true, session_destroy());
 rl_same('native: session_write_close() after destroy: false', false, session_write_close());
-rl_same('native: nothing left of the destroyed session', [], $raw->cmd('KEYS', '*' . $sidN . '*'));
+rl_same('native: nothing left of the destroyed session', [], rl_session_lock_keys($raw, $sidN) ?: $raw->cmd('KEYS', 'PHPREDIS_SESSION:' . $sidN));
 rl_same('native: no warnings of ours in all of this', [], take_ours());
 
 /* ================= Afterwards ================= */

@@ -64,6 +64,9 @@ foreach ([
     ['lock_wait', 1e9],
     ['on_lock_timeout', 'ignore'],
     ['locking', 'maybe'],
+    // An empty string (an unset variable) does not turn locking off unseen.
+    ['locking', ''],
+    ['lock_renew', ' '],
     ['max_waiters', -1],
     ['prefix', 'a{b}'],
 ] as [$name, $value]) {
@@ -73,6 +76,8 @@ foreach ([
         rl_ok("  ... whose message names '$name'", str_contains($e->getMessage(), $name), $e->getMessage());
     }
 }
+$ok = new RedisLockingSessionHandler($dsn, ['locking' => false, 'lock_renew' => 0]);
+rl_ok('locking and lock_renew off as false and 0', $ok instanceof RedisLockingSessionHandler);
 $ok = new RedisLockingSessionHandler($dsn, ['locking' => 'off', 'lock_ttl' => 0, 'lock_wait' => 0.5,
     'on_lock_timeout' => 'readonly', 'max_waiters' => 3, 'prefix' => 'app:sess:']);
 rl_ok('every option with a valid value is accepted', $ok instanceof RedisLockingSessionHandler);
@@ -315,10 +320,15 @@ ok: option on_lock_timeout = 'ignore' is a ValueError
 ok:   ... whose message names 'on_lock_timeout'
 ok: option locking = 'maybe' is a ValueError
 ok:   ... whose message names 'locking'
+ok: option locking = '' is a ValueError
+ok:   ... whose message names 'locking'
+ok: option lock_renew = ' ' is a ValueError
+ok:   ... whose message names 'lock_renew'
 ok: option max_waiters = -1 is a ValueError
 ok:   ... whose message names 'max_waiters'
 ok: option prefix = 'a{b}' is a ValueError
 ok:   ... whose message names 'prefix'
+ok: locking and lock_renew off as false and 0
 ok: every option with a valid value is accepted
 ok: ini defaults of redis_lease.session.*
 ok: startup with error_reporting=-1 prints nothing (no deprecations)

@@ -172,7 +172,9 @@ namespace {
          * @throws \ValueError when `$wait` is negative, not finite or too large.
          * @throws \RedisLease\ConnectionException when Redis is unreachable, times out or answers
          *         with an error. Never returned as false. If Redis might have granted the lock
-         *         before failing, the next call on this object checks and adopts it.
+         *         before failing, the next call on this object checks and adopts it. An upgrade
+         *         that fails so (no answer in time, or its link broke after it was sent: it may
+         *         still run) lets our read hold go: the next call releases it first.
          */
         public function acquire(float $wait = 0.0): bool {}
 
@@ -196,7 +198,8 @@ namespace {
          * @return bool True: we hold it as a reader. False: a writer keeps it (or is first in line)
          *         past `$wait`.
          * @throws \ValueError
-         * @throws \RedisLease\ConnectionException
+         * @throws \RedisLease\ConnectionException as acquire(); a downgrade that fails so lets our
+         *         write hold go (the next call releases it first).
          */
         public function acquireRead(float $wait = 0.0): bool {}
 
@@ -445,7 +448,8 @@ namespace {
          *        ini settings above, which give the defaults). `ttl`: the data's lifetime in whole seconds
          *        (0: session.gc_maxlifetime; Laravel: its session.lifetime in minutes * 60). The DSN's
          *        `prefix=` is overridden by an explicit `prefix` option. `compression`: none, lzf, lz4 or
-         *        zstd, stored as phpredis 6.1+ stores them.
+         *        zstd, stored as phpredis 6.1+ stores them. `locking` and `lock_renew` take a bool, 0/1
+         *        or 'on'/'off': an empty string (an unset variable) is refused, not read as off.
          * @throws \ValueError on a malformed DSN, an unknown option, or a bad option value.
          */
         public function __construct(#[\SensitiveParameter] ?string $dsn = null, array $options = []) {}
@@ -489,7 +493,12 @@ namespace {
          * readonly), for a session this request does not hold, or after this request's lease was
          * lost (a pause past lock_ttl), it also revokes the lease of the request holding it, whose later write is then refused: a logout always takes effect. In a
          * read-only request, it also notes whether the session still held what the request read,
-         * for the fresh id that regenerate(true) writes next (see write()).
+         * for the fresh id that regenerate(true) writes next (see write()). After this request's
+         * lease was lost, that fresh id is not written (another request may have saved since this
+         * one read): false, with the warning that the lock expired. A session another request's
+         * logout destroyed already (this request's lease revoked): true, without a warning (a second
+         * logout), and nothing of this request's is written under a fresh id; inside
+         * session_regenerate_id() it is refused, with the warning that names the logout.
          */
         public function destroy(#[\SensitiveParameter] string $id): bool {}
 

@@ -354,6 +354,96 @@ fn a_downgrade_left_unanswered_is_never_counted_on_as_the_lock_alone() {
     assert!(lock.release().unwrap());
 }
 
+/// A conversion whose link broke after it was sent may still run, late: its
+/// token cannot be voided (a conversion's attempts act on what the token holds),
+/// so it is not asked again; the hold is let go, as after a timeout (review,
+/// stop 56). Before, the claim asked again with the same token and reported
+/// what the second attempt did: a writer's downgrade said true, the writer
+/// upgraded again and held the lock alone, then the first downgrade ran and let
+/// a reader in beside it; a reader's upgrade said false (another reader held
+/// it) and the reader kept reading, while the first upgrade, run once the other
+/// reader left, gave its token the lock alone unknown to it.
+#[test]
+fn a_conversion_whose_link_broke_is_not_asked_again() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    // The writer's downgrade.
+    let mut lock = Lock::new(through_with(&proxy, "broken_d", 3), SEC * 30);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let first = lock.hold().unwrap().token.clone();
+    proxy.hold_first_and_break(b"$1\r\nd\r\n");
+    let took = lock.acquire_read(Duration::ZERO);
+    let let_go = lock.hold().is_none();
+    proxy.await_held(SEC * 5);
+    // acquire() again: it releases the let-go token first (whatever the late
+    // downgrade makes of it) and takes the lock afresh. (Before: the upgrade of
+    // the read hold the retry made.)
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let before = scripts_run(&mut raw);
+    proxy.hold(false);
+    await_until(SEC * 5, "the late downgrade to run", || {
+        scripts_run(&mut raw) > before
+    });
+    let mut reader = Lock::new(lease(&server, "", "broken_d"), SEC * 30);
+    assert!(
+        !reader.acquire_read(Duration::ZERO).unwrap(),
+        "no reader beside the writer"
+    );
+    assert!(
+        matches!(took, Err(Error::Unresolved { .. })) && let_go,
+        "the downgrade is not asked again, its hold let go: {took:?}"
+    );
+    assert_ne!(lock.hold().unwrap().token, first, "taken afresh");
+    assert!(lock.refresh(SEC * 30).unwrap());
+    assert!(lock.release().unwrap());
+
+    // A reader's upgrade, while another reader holds it.
+    let mut lock = Lock::new(through_with(&proxy, "broken_u", 3), SEC * 30);
+    let mut other = Lock::new(lease(&server, "", "broken_u"), SEC * 30);
+    assert!(lock.acquire_read(Duration::ZERO).unwrap());
+    assert!(other.acquire_read(Duration::ZERO).unwrap());
+    let first = lock.hold().unwrap().token.clone();
+    proxy.hold_first_and_break(b"$1\r\nu\r\n");
+    let took = lock.acquire(Duration::ZERO);
+    let let_go = lock.hold().is_none();
+    proxy.await_held(SEC * 5);
+    assert!(other.release().unwrap());
+    let before = scripts_run(&mut raw);
+    proxy.hold(false);
+    await_until(SEC * 5, "the late upgrade to run", || {
+        scripts_run(&mut raw) > before
+    });
+    // The late upgrade took the lock alone for the token. (Before: for an
+    // object that went on counting on a read hold, and kept it from everyone
+    // else until released or run out.)
+    let value: Option<String> = redis::cmd("GET")
+        .arg("lock:{broken_u}")
+        .query(&mut raw)
+        .unwrap();
+    let alone = value.is_some_and(|v| v.starts_with(first.as_str()));
+    assert!(
+        !(alone && lock.hold().is_some()),
+        "the object counts on a read hold its token holds alone"
+    );
+    // The next call releases the token, and takes a fresh hold, counted on no
+    // longer than Redis keeps it.
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let counted = lock.hold().unwrap().safe_until();
+    let kept = Duration::from_millis(pttl(&server, "lock:{broken_u}").max(0) as u64);
+    assert!(
+        counted <= Instant::now() + kept + Duration::from_millis(5),
+        "counts on {:?}, Redis keeps it {kept:?}",
+        counted - Instant::now()
+    );
+    assert!(
+        matches!(took, Err(Error::Unresolved { .. })) && let_go,
+        "the upgrade is not asked again, its hold let go: {took:?}"
+    );
+    assert_ne!(lock.hold().unwrap().token, first, "taken afresh");
+    assert!(lock.release().unwrap());
+}
+
 /// Under maxmemory a renewal must still run (it grows nothing for good). Run by
 /// EVAL (functions=0, as on Redis 6.2 or under an ACL without FUNCTION), a
 /// script is refused at its first write that may grow memory: a reader's and a

@@ -103,6 +103,7 @@ fn as_implemented() -> Fixes {
         answered_retry_on_its_way: true,
         grant_reconfirms: true,
         conversion_recounts: true,
+        broken_conversion_lets_go: true,
     }
 }
 
@@ -594,6 +595,7 @@ fn refreshed_downgrades() -> Config {
             retry_alone: false,
             detach: false,
             refresh: true,
+            reupgrade: false,
         },
         Program::Reader {
             acquires: 1,
@@ -804,6 +806,7 @@ fn writer(downgrade: bool) -> Program {
         retry_alone: false,
         detach: false,
         refresh: false,
+        reupgrade: false,
     }
 }
 
@@ -924,6 +927,7 @@ fn downgrade_retried_as_acquire() -> Config {
             retry_alone: true,
             detach: false,
             refresh: false,
+            reupgrade: false,
         },
     ];
     config.crashes = 0;
@@ -951,6 +955,51 @@ fn reverted_s_a_late_downgrade_lets_a_reader_in_beside_a_writer_that_asked() {
     let mut config = downgrade_retried_as_acquire();
     config.fixes.failed_conversion_lets_go = false;
     let checker = check("(s) a failed downgrade asked about", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
+}
+
+/// A writer downgrades (its link may break once, the attempt left in the
+/// network to run late), then upgrades again, beside a reader.
+fn conversions_after_a_broken_link() -> Config {
+    // As `downgrade_retried_as_acquire`: the late attempt and the let-go
+    // hold's release may both be in the network.
+    let mut config = downgrade_retried_as_acquire();
+    config.clients[1] = Program::Writer {
+        acquires: 1,
+        downgrade: true,
+        retry: false,
+        retry_alone: false,
+        detach: false,
+        refresh: false,
+        reupgrade: true,
+    };
+    config
+}
+
+#[test]
+fn a_conversion_whose_link_broke_never_runs_beside_a_later_one() {
+    let checker = check(
+        "conversions after a broken link",
+        conversions_after_a_broken_link(),
+        None,
+    );
+    assert_holds(
+        &*checker,
+        &RW_PROPERTIES,
+        &["a downgrade", "a downgraded writer upgraded again"],
+    );
+}
+
+/// Fix (y) reverted (review, stop 56): the writer's downgrade is sent and its
+/// link breaks; resolve.lua finds the token still the writer, and the
+/// downgrade is sent again with the same token and holds; the writer upgrades
+/// again and holds the lock alone; the first downgrade then runs, and lets the
+/// reader in beside it.
+#[test]
+fn reverted_y_a_late_downgrade_lets_a_reader_in_beside_the_writer_it_upgraded_to() {
+    let mut config = conversions_after_a_broken_link();
+    config.fixes.broken_conversion_lets_go = false;
+    let checker = check("(y) a broken conversion asked again", config, Some(MUTEX));
     assert_violated(&*checker, MUTEX);
 }
 
@@ -998,6 +1047,7 @@ fn retried_conversions(failover: Failover) -> Config {
             retry_alone: false,
             detach: false,
             refresh: false,
+            reupgrade: false,
         },
     ];
     config
@@ -1085,6 +1135,7 @@ fn retried_downgrades(failover: Failover) -> Config {
             retry_alone: false,
             detach: false,
             refresh: false,
+            reupgrade: false,
         },
     ];
     config

@@ -1058,6 +1058,65 @@ fn an_unlock_with_wait_replicas_waits_and_counts_a_shortfall() {
     assert_eq!(get(&master, "{PHPREDIS_SESSION:wu}:lock"), None);
 }
 
+/// A destroy whose reply was lost (its link cut after it ran) is run again,
+/// and finds the lock no longer ours: the session was handed to a waiting
+/// request, which wrote it and saved. The first run's marker says the destroy
+/// was done (review, stop 56). Before, "the data is gone" was the test: the
+/// waiter's data was there, the destroy was taken for one whose lease had run
+/// out, and run again as a logout, which deleted the waiter's acknowledged save.
+#[test]
+fn a_destroy_run_again_after_a_lost_reply_leaves_a_later_save_alone() {
+    use support::{info_count, HoldingProxy};
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    let id = "destroy-again";
+    let data = format!("PHPREDIS_SESSION:{id}");
+    let ep = Endpoint::parse(
+        &format!("redis://127.0.0.1:{}?read_timeout=10", proxy.port),
+        Timeouts::default(),
+    )
+    .unwrap();
+    let through = Arc::new(SessionStore::new(Arc::new(ep), SessionConfig::default()));
+    let direct = Arc::new(store(&server, SessionConfig::default()));
+    let (mut a, _) = through.open(id).unwrap();
+    assert_eq!(
+        through.write(&mut a, b"logged in", SEC * 60).unwrap(),
+        Saved::Yes
+    );
+    let (mut a, read) = through.open(id).unwrap();
+    assert_eq!(read.as_deref(), Some(&b"logged in"[..]));
+    // Another request waits for the session; handed it, it saves.
+    let before = info_count(&mut raw, "blocked_clients:");
+    let waiter = {
+        let direct = direct.clone();
+        std::thread::spawn(move || {
+            let (mut c, _) = direct.open(id).unwrap();
+            direct.write(&mut c, b"from C", SEC * 60).unwrap()
+        })
+    };
+    await_until(SEC * 10, "the waiter to queue", || {
+        info_count(&mut raw, "blocked_clients:") > before
+    });
+    // The destroy runs, its reply is lost; the run sent again is held.
+    proxy.hold_after(true, 1);
+    proxy.cut_reply(b"destroy");
+    let destroyer = {
+        let through = through.clone();
+        std::thread::spawn(move || through.destroy(&mut a, None))
+    };
+    assert_eq!(waiter.join().unwrap(), Saved::Yes, "the waiter's save");
+    proxy.await_held(SEC * 10);
+    proxy.hold(false);
+    let destroyed = destroyer.join().unwrap();
+    assert_eq!(
+        get(&server, &data).as_deref(),
+        Some("from C"),
+        "the waiter's acknowledged save stays"
+    );
+    assert_eq!(destroyed.unwrap(), Saved::Yes, "the first run destroyed it");
+}
+
 /// A logout from a request whose lease ran out (review, stop 55): the
 /// request that holds the session now is revoked and the data deleted, as a
 /// logout from a read-only request does, so the logged-in state cannot be

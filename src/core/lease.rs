@@ -741,6 +741,18 @@ impl Lease {
                     self.parse_attempt(c, reply, &token, sent, busy_since.unwrap_or(sent))
                 }
                 Err(Failure::TimedOut(e)) => return Err(unresolved(&e, token)),
+                // A conversion keeps its token, which resolve.lua cannot void (a
+                // conversion's attempts act on what the token holds): an attempt
+                // whose link broke may still run, after a retry, after the claim
+                // and after later conversions (a late downgrade lets readers in
+                // beside the writer it upgraded to again; a late upgrade takes the
+                // lock alone for a reader), whatever resolve.lua finds now (an
+                // upgrade handed the lock while its last attempt was on its way).
+                // Not asked about: the hold is let go, as after a timeout
+                // (`Lock::convert`). (Review, stop 56.)
+                Err(Failure::Broken(first)) if c.token().is_some() => {
+                    return Err(unresolved(&first, token))
+                }
                 Err(Failure::Broken(first)) => {
                     // The script may have run. Only our token can tell: if it holds
                     // the lease, the lease is ours; if not, the token is voided (and
@@ -1192,11 +1204,15 @@ impl Lease {
         inv.key(self.keys.lock())
             .key(self.keys.waiters())
             .key(self.keys.terms())
-            .key_of(&self.keys.revoked_parts())
-            .arg(token.as_str())
-            .arg(data)
-            .arg(secs)
-            .arg(op);
+            .key_of(&self.keys.revoked_parts());
+        let destroy = op == "destroy";
+        if destroy {
+            inv.key(self.keys.marker(b"destroyed", token));
+        }
+        inv.arg(token.as_str()).arg(data).arg(secs).arg(op);
+        if destroy {
+            inv.arg(hold::millis(marker_ttl(&self.endpoint)));
+        }
         inv
     }
 

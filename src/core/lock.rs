@@ -257,7 +257,7 @@ impl Lock {
         if self.detached.as_ref() != Some(token) {
             return Ok(None);
         }
-        Ok(Some(self.lease.inspect(token)?.is_some()))
+        self.token_alive(token).map(Some)
     }
 
     /// Whether Redis says `token` holds the lease now (a token is granted once:
@@ -280,9 +280,8 @@ impl Lock {
         &self.lease
     }
 
-    /// The hold we believe we have (Redis may have let it expire since); not one
-    /// the watchdog found lost.
-    /// Our hold, unless it is lost or let go (see `let_go`).
+    /// The hold we believe we have (Redis may have let it expire since), unless
+    /// the watchdog found it lost or we let it go (see `let_go`).
     pub fn hold(&self) -> Option<&Hold> {
         self.hold.as_ref().filter(|h| !h.lost() && !self.let_go)
     }
@@ -623,19 +622,41 @@ impl Lock {
     /// unanswered could still cut the lock to 200 ms under its new writer.)
     fn recount(&self, hold: &mut Hold) -> Result<bool> {
         let ttl = hold.ttl;
-        for _ in 0..2 {
-            if !hold::countable(ttl) || hold.safe_until() > Instant::now() {
-                return Ok(true);
-            }
-            if !self.lease.refresh_as(hold, ttl, false)? {
-                return Ok(false);
+        match self.in_time(hold, ttl, false, Ok(true))? {
+            Some(counted) => Ok(counted),
+            None => {
+                metrics::incr(Counter::GrantsLapsed);
+                Ok(false)
             }
         }
-        let counted = hold.safe_until() > Instant::now();
-        if !counted {
-            metrics::incr(Counter::GrantsLapsed);
+    }
+
+    /// While `answer` says `hold` is extended (or was granted) but only once its
+    /// lease could have ended by our clock (a slow reply, a WAIT, a stall), an
+    /// owner-checked extension is sent again, twice at most, and the hold is
+    /// counted on from the send answered in time. `None`: late each time. (A ttl
+    /// too short to be counted on at all is never answered in time; a watch that
+    /// renews and has ended takes the answer as it is: `Hold::lost`.)
+    fn in_time(
+        &self,
+        hold: &mut Hold,
+        ttl: Duration,
+        inherited: bool,
+        mut answer: Result<bool>,
+    ) -> Result<Option<bool>> {
+        for sends in 0..=2 {
+            let late = matches!(answer, Ok(true))
+                && hold::countable(ttl)
+                && hold.safe_until() <= Instant::now();
+            if !late || hold.lost() {
+                return answer.map(Some);
+            }
+            if sends == 2 {
+                return Ok(None);
+            }
+            answer = self.lease.refresh_as(hold, ttl, inherited);
         }
-        Ok(counted)
+        unreachable!("the loop returns on its last pass")
     }
 
     /// After a conversion that ended in an error (no reply in time, too few
@@ -708,25 +729,12 @@ impl Lock {
         }
         // In a forked child, the parent's hold (see `Lease::refresh_as`).
         let inherited = self.pid != crate::core::pid::current();
-        let mut answer = self.lease.refresh_as(&mut hold, ttl, inherited);
-        // Answered only once the lease it set could have ended by our clock (a
-        // slow reply, a WAIT, a stall): not counted on. A watch that renews
-        // has then ended (lost: false below); otherwise it is sent again, twice
-        // at most, and counted on from the send that is answered in time.
-        // (A ttl too short to be counted on at all is never answered in time.)
-        for again in 0..=2 {
-            let late = matches!(answer, Ok(true))
-                && hold::countable(ttl)
-                && hold.safe_until() <= Instant::now();
-            if !late || hold.lost() {
-                break;
-            }
-            answer = if again < 2 {
-                self.lease.refresh_as(&mut hold, ttl, inherited)
-            } else {
-                Err(self.lease.refresh_late())
-            };
-        }
+        let first = self.lease.refresh_as(&mut hold, ttl, inherited);
+        // Answered too late to be counted on: a watch that renews has then
+        // ended (lost: false below); otherwise it is sent again (`in_time`).
+        let answer = self
+            .in_time(&mut hold, ttl, inherited, first)
+            .and_then(|ok| ok.ok_or_else(|| self.lease.refresh_late()));
         // A run that may still come (unanswered, or a first run whose link
         // broke) is sent again before the token leaves (`settle_refresh`).
         self.refresh_sent =

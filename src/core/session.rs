@@ -289,6 +289,11 @@ pub enum Saved {
     /// Readonly mode: destroyed, but another request had changed (or
     /// destroyed) the session since this request read it.
     Changed,
+    /// Our lease had expired: destroyed all the same, as a logout (the request
+    /// holding it now revoked), but another request may have written the
+    /// session since this one read it: what this one holds is not to be
+    /// written under a fresh id (`session_regenerate_id(true)`, `migrate(true)`).
+    LostDestroyed,
 }
 
 /// How long the token of a hold a logout revoked is kept, so that the revoked
@@ -588,7 +593,8 @@ impl SessionStore {
     /// now), it deletes the data and revokes that request's lease, so the
     /// session cannot be written back: a logout always takes effect. There,
     /// `read` is the data the request read (stored form), if any:
-    /// `Saved::Changed` says the session no longer held it.
+    /// `Saved::Changed` (readonly) or `Saved::LostDestroyed` (lease lost) says
+    /// the session no longer held it, or, without `read`, may not have.
     pub fn destroy(&self, s: &mut Session, read: Option<&[u8]>) -> Result<Saved> {
         if matches!(s.mode, Mode::Readonly) {
             let same = self.revoke(&s.lease, read)?;
@@ -597,8 +603,12 @@ impl SessionStore {
         }
         match self.save(s, "destroy", b"", Duration::ZERO)? {
             Saved::LeaseLost => {
-                let same = self.revoke(&s.lease, read)?;
-                Ok(if same { Saved::Yes } else { Saved::Changed })
+                let same = self.revoke(&s.lease, read)? && read.is_some();
+                Ok(if same {
+                    Saved::Yes
+                } else {
+                    Saved::LostDestroyed
+                })
             }
             saved => Ok(saved),
         }
@@ -759,11 +769,28 @@ impl SessionStore {
                     .query::<i64>(&mut c.inner)?;
                 s.lease.wait_replicas(c, true).map(Some)
             })?,
-            "destroy" if !wait => return Ok(self.get(&s.lease)?.is_none()),
-            "destroy" => self.marked(s, hold, Some(key))?,
+            // Our first run left its marker (session_save.lua). Not "the data
+            // is gone": another request may have written since, and a logout
+            // run again would destroy that (review, stop 56). Renewed, not
+            // just read: a WAIT counts the writes of its own link, and this
+            // write comes after the first run's.
+            "destroy" => {
+                let marker = s.lease.keys.marker(b"destroyed", &hold.token);
+                let ttl = millis(self.marker_ttl());
+                s.lease.call_idempotent(|c| {
+                    let n: i64 = redis::cmd("PEXPIRE")
+                        .arg(&marker)
+                        .arg(ttl)
+                        .query(&mut c.inner)?;
+                    if n == 0 {
+                        return Ok(None);
+                    }
+                    s.lease.wait_replicas(c, true).map(Some)
+                })?
+            }
             _ if Instant::now() >= hold.safe_until() => return Ok(false),
             _ if !wait => return Ok(true),
-            _ => self.marked(s, hold, None)?,
+            _ => self.marked(s, hold)?,
         };
         if let Some(a) = confirmed {
             *acks = a;
@@ -771,21 +798,11 @@ impl SessionStore {
         Ok(confirmed.is_some())
     }
 
-    /// For [`SessionStore::saved_before`], with wait_replicas: unless `absent`
-    /// is still there, writes a marker of `hold`'s spent token (in the session's
-    /// slot; nothing reads it) and WAITs for it. Its acknowledgements, or `None`.
-    fn marked(
-        &self,
-        s: &Session,
-        hold: &Hold,
-        absent: Option<&[u8]>,
-    ) -> Result<Option<Option<i64>>> {
+    /// For [`SessionStore::saved_before`], with wait_replicas: writes a marker
+    /// of `hold`'s spent token (in the session's slot; nothing reads it) and
+    /// WAITs for it. Its acknowledgements.
+    fn marked(&self, s: &Session, hold: &Hold) -> Result<Option<Option<i64>>> {
         s.lease.call_idempotent(|c| {
-            if let Some(key) = absent {
-                if redis::cmd("EXISTS").arg(key).query::<i64>(&mut c.inner)? == 1 {
-                    return Ok(None);
-                }
-            }
             s.lease.set_marker(c, b"saved", &hold.token)?;
             s.lease.wait_replicas(c, true).map(Some)
         })

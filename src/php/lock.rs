@@ -161,15 +161,16 @@ fn parts(
 }
 
 fn lost(key: &[u8], what: &str) -> PhpException {
-    PhpException::new(
-        format!(
-            "The lease on '{}' expired or was taken {what}; its result is discarded \
-             (raise the ttl or refresh() inside the callback)",
-            printable(key)
-        ),
-        0,
-        lock_lost_exception(),
-    )
+    lost_with(format!(
+        "The lease on '{}' expired or was taken {what}; its result is discarded \
+         (raise the ttl or refresh() inside the callback)",
+        printable(key)
+    ))
+}
+
+/// A LockLostException saying `message`.
+fn lost_with(message: String) -> PhpException {
+    PhpException::new(message, 0, lock_lost_exception())
 }
 
 /// What a `synchronized()` takes: the lock alone, shared, or a permit.
@@ -255,17 +256,13 @@ fn synchronized(
     if lock.borrow().inherited() {
         if let (Ok(_), Some(t)) = (&result, &token) {
             if !lock.borrow().token_alive(t)? {
-                return Err(PhpException::new(
-                    format!(
-                        "The lease on '{}' was released by the parent process, or expired or was \
-                         taken, before the callback finished in this pcntl_fork() child (the hold \
-                         is the parent's); the callback's result is discarded (have the parent \
-                         wait for the child, pcntl_waitpid(), before its own callback returns)",
-                        printable(&key)
-                    ),
-                    0,
-                    lock_lost_exception(),
-                ));
+                return Err(lost_with(format!(
+                    "The lease on '{}' was released by the parent process, or expired or was \
+                     taken, before the callback finished in this pcntl_fork() child (the hold \
+                     is the parent's); the callback's result is discarded (have the parent \
+                     wait for the child, pcntl_waitpid(), before its own callback returns)",
+                    printable(&key)
+                )));
             }
         }
         return result.map_err(Into::into);

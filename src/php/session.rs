@@ -413,7 +413,11 @@ impl Handler {
 
     fn saved(&mut self, id: &str, what: &str, result: Result<Saved>) -> Out<bool> {
         let lock_ttl = self.store.config.lock_ttl.as_secs_f64();
-        if matches!(result, Ok(Saved::LeaseLost)) && self.lost.is_none() {
+        // A destroy after our lease expired took effect (a logout), but what
+        // this request holds may be older than what it deleted: a fresh id is
+        // not written with it (review, stop 56: session_regenerate_id(true)
+        // wrote it, over another request's save or logout).
+        if matches!(result, Ok(Saved::LeaseLost | Saved::LostDestroyed)) && self.lost.is_none() {
             self.lost = Some((id.to_string(), Lost::Expired));
         }
         match result {
@@ -425,6 +429,8 @@ impl Handler {
             Ok(Saved::Revoked) => Out::warn(false, revoked_message(id, what)),
             // Read-only (on_lock_timeout = readonly): a configured outcome.
             Ok(Saved::Discarded | Saved::Changed) => Out::ok(true),
+            // Destroyed: what was asked (a fresh id's write is refused, above).
+            Ok(Saved::LostDestroyed) => Out::ok(true),
             // The message after the colon says whether Redis refused or did not answer.
             Err(e) => Out::warn(false, failed_message(id, what, &e)),
         }
@@ -686,7 +692,44 @@ impl Handler {
             .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
         {
             let result = store.destroy(s, read);
-            self.origin_destroyed(id, result.as_ref().ok().map(|r| *r != Saved::Changed));
+            self.origin_destroyed(
+                id,
+                result
+                    .as_ref()
+                    .ok()
+                    .map(|r| !matches!(r, Saved::Changed | Saved::LostDestroyed)),
+            );
+            // Destroyed after our lease ran out: inside session_regenerate_id()
+            // refused, so that it does not go on to write what this request
+            // holds under a new id (its close and open there forget `lost`).
+            if matches!(result, Ok(Saved::LostDestroyed)) && crate::php::in_regenerate() {
+                let lock_ttl = self.store.config.lock_ttl.as_secs_f64();
+                self.lost.get_or_insert((id.to_string(), Lost::Expired));
+                return Out::warn(
+                    false,
+                    format!(
+                        "session {} was destroyed, but this request's lock expired (lock_ttl \
+                         {lock_ttl:.3} s) before the request let it go, and another request may \
+                         have changed it since; its data is not carried to a new id",
+                        short_id(id)
+                    ),
+                );
+            }
+            if matches!(result, Ok(Saved::Revoked)) {
+                // A logout revoked this request's hold and destroyed the
+                // session: what the request holds is written nowhere, under
+                // this id or a fresh one (`write_unopened`).
+                if self.lost.is_none() {
+                    self.lost = Some((id.to_string(), Lost::Revoked));
+                }
+                // A second logout (another tab's, Laravel's invalidate()) asked
+                // for what is done: no warning, which frameworks turn into an
+                // HTTP 500 (review, stop 56). Inside session_regenerate_id() it
+                // is refused, so that it does not go on under a new id.
+                if !crate::php::in_regenerate() {
+                    return Out::ok(true);
+                }
+            }
             return self.saved(id, "destroyed", result);
         }
         // Not ours to lock (e.g. an old id): delete it outright.
@@ -851,6 +894,17 @@ impl RedisLockingSessionHandler {
         let mut pairs = Vec::with_capacity(options.0.len());
         for (name, value) in options.0 {
             match value {
+                // An empty string is off to the ini parser (php.ini's Off is
+                // ""), but given here it is more likely an unset variable
+                // than a choice to turn locking off unseen (review, stop 56):
+                // false, 0 or 'off' say it.
+                Ok(v) if v.trim().is_empty() && ["locking", "lock_renew"].contains(&name.as_str()) => {
+                    return Err(ctx(format!(
+                        "session option '{name}' must be on or off (true, false, 1, 0, 'on', 'off'), \
+                         an empty string given"
+                    ))
+                    .into())
+                }
                 Ok(v) => pairs.push((name, v)),
                 Err(kind) if OPTION_NAMES.contains(&name.as_str()) => {
                     return Err(ctx(format!(

@@ -45,6 +45,8 @@ pub enum Program {
         /// `refresh()` the write hold once (a ttl of `refresh_ttls`) before
         /// converting it: a refresh left unanswered is carried by the downgrade.
         refresh: bool,
+        /// After a downgrade that held, acquire() again (an upgrade).
+        reupgrade: bool,
     },
     /// `DistributedSemaphore` of `limit` permits: acquire `weight` of them at
     /// once (with a wait), hold, maybe refresh or `detach()` (the token left

@@ -7,7 +7,7 @@ use crate::client::{
     Watch, WatchState,
 };
 use crate::redis::{Data, How, Reply, Time, Token, NAP};
-use crate::system::{say, show, Action, Op, State, System};
+use crate::system::{say, show, Action, Config, Op, State, System};
 
 impl System {
     /// The calls the user may make now.
@@ -55,13 +55,7 @@ impl System {
             ) => {
                 // One conversion (or detach) per hold.
                 if kind == Some(Kind::Shared) && client.refreshes < client.ops {
-                    // Once, before it (its hold's own count: `refreshes`
-                    // counts the conversions).
-                    if refresh && counting && client.hold.is_some_and(|h| h.refreshes_sent == 0) {
-                        for &ttl in &cfg.refresh_ttls {
-                            ops.push(Op::Refresh(ttl));
-                        }
-                    }
+                    refresh_first(&mut ops, cfg, client, refresh && counting);
                     if upgrade {
                         ops.push(Op::Upgrade);
                     }
@@ -90,18 +84,18 @@ impl System {
                     retry_alone,
                     detach,
                     refresh,
+                    reupgrade,
                     ..
                 },
                 Pc::Held,
             ) => {
+                // The downgrade held: acquire() again, once.
+                if reupgrade && kind == Some(Kind::Shared) && client.refreshes == client.ops {
+                    ops.push(Op::Upgrade);
+                }
                 // One conversion (or detach) per hold.
                 if kind == Some(Kind::Alone) && client.refreshes < client.ops {
-                    // Once, before it (as a reader's).
-                    if refresh && counting && client.hold.is_some_and(|h| h.refreshes_sent == 0) {
-                        for &ttl in &cfg.refresh_ttls {
-                            ops.push(Op::Refresh(ttl));
-                        }
-                    }
+                    refresh_first(&mut ops, cfg, client, refresh && counting);
                     if downgrade {
                         ops.push(Op::Downgrade);
                     }
@@ -827,14 +821,21 @@ impl System {
         let token = claim.token;
         match claim.step {
             Step::Attempt => {
+                // (y) A conversion's token cannot be voided: an attempt whose
+                // link broke may still run, late. Let go, as after a timeout.
+                let lets_go = claim.convert && self.config.fixes.broken_conversion_lets_go;
                 let (reply, acks) = match outcome {
                     Outcome::Reply(reply, acks) => (reply, acks),
+                    Outcome::Broken if lets_go => return self.unresolved(s, c, token),
                     Outcome::Broken => return self.resolve_broken(s, c, claim),
                     Outcome::TimedOut => return self.unresolved(s, c, token),
                 };
                 // `claim_replicated`: too few replicas for a grant.
                 if acks == Some(false) {
                     if self.switched_since(s, c, claim.generation) {
+                        if lets_go {
+                            return self.unresolved(s, c, token);
+                        }
                         return self.resolve_broken(s, c, claim);
                     }
                     self.release_token(s, c, token);
@@ -1223,9 +1224,7 @@ impl System {
             None => {
                 client.pc = Pc::Held;
                 if let Some(h) = client.hold.as_mut() {
-                    h.kind = Kind::Unknown;
-                    h.watch.end = h.watch.end.min(now);
-                    h.via = Via::LetGo;
+                    uncounted(h, now, true);
                 }
             }
         }
@@ -1306,11 +1305,7 @@ impl System {
         }
         let lets_go = self.config.fixes.failed_conversion_lets_go;
         if let Some(h) = client.hold.as_mut().filter(|_| fix) {
-            h.kind = Kind::Unknown;
-            h.watch.end = h.watch.end.min(now);
-            if lets_go {
-                h.via = Via::LetGo;
-            }
+            uncounted(h, now, lets_go);
         }
     }
 
@@ -1503,6 +1498,28 @@ impl System {
             if h.watch.counting(now) {
                 h.watch.retry = true;
             }
+        }
+    }
+}
+
+/// A conversion that ended in an error: its hold is of an unknown kind and
+/// counted on no longer; `let_go` (`Lock::let_hold_go`): released by the next
+/// call.
+fn uncounted(h: &mut Hold, now: Time, let_go: bool) {
+    h.kind = Kind::Unknown;
+    h.watch.end = h.watch.end.min(now);
+    if let_go {
+        h.via = Via::LetGo;
+    }
+}
+
+/// A reader's or writer's refresh of its hold, offered once before its
+/// conversion (its hold's own count: the client's `refreshes` counts the
+/// conversions), when `wanted` and the hold is counted on.
+fn refresh_first(ops: &mut Vec<Op>, cfg: &Config, client: &crate::client::Client, wanted: bool) {
+    if wanted && client.hold.is_some_and(|h| h.refreshes_sent == 0) {
+        for &ttl in &cfg.refresh_ttls {
+            ops.push(Op::Refresh(ttl));
         }
     }
 }

@@ -233,6 +233,13 @@ pub struct Fixes {
     /// Off: it is reported held with the carried bound passed, as before the
     /// fix (found by review, stop 55).
     pub conversion_recounts: bool,
+    /// (y) A conversion whose link broke after it was sent is not asked about
+    /// again: its token cannot be voided, so the attempt may still run, late
+    /// (after a retry, after the claim, after later conversions), whatever
+    /// resolve.lua finds now; the hold is let go, as after a timeout. Off: the
+    /// conversion asks resolve.lua and, finding it not done, again with its
+    /// token, as before the fix (found by review, stop 56).
+    pub broken_conversion_lets_go: bool,
 }
 
 /// Where the failover is.
@@ -1140,6 +1147,22 @@ impl Model for System {
                     matches!(p, Program::Writer { .. }) && c.counted(s.now) == Some(Kind::Shared)
                 })
             }),
+            // acquire() again after a downgrade that held (`reupgrade`).
+            Property::sometimes(
+                "a downgraded writer upgraded again",
+                |m: &System, s: &State| {
+                    s.clients.iter().zip(&m.config.clients).any(|(c, p)| {
+                        matches!(
+                            p,
+                            Program::Writer {
+                                reupgrade: true,
+                                ..
+                            }
+                        ) && c.refreshes > c.ops
+                            && c.counted(s.now) == Some(Kind::Alone)
+                    })
+                },
+            ),
             // acquire() again after an upgrade that threw (`Op::Retry`).
             Property::sometimes(
                 "a retried upgrade holds the lock alone",

@@ -2,10 +2,12 @@
 -- Save a session and unlock it, only while our lease still holds the lock; the
 -- lock (with the data just saved) goes to the next waiting request, if any.
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] the
--- tokens of holds a logout revoked (session_revoke.lua)
+-- tokens of holds a logout revoked (session_revoke.lua), ('destroy' only:)
+-- KEYS[6] this token's destroy marker
 -- ARGV[1] token, ARGV[2] data, ARGV[3] data ttl in seconds, ARGV[4] 'write' to
 -- store ARGV[2], 'touch' to renew the data's ttl (lazy_write), 'destroy' to delete
--- it, 'unlock' to leave it as it is
+-- it, 'unlock' to leave it as it is; ('destroy' only:) ARGV[5] how long the
+-- marker lasts, in ms
 -- Returns 1 when saved and unlocked, 0 when the lease was lost, 2 when a logout
 -- revoked it (nothing changed in either case).
 local data_key, lock, op = KEYS[1], KEYS[2], ARGV[4]
@@ -23,6 +25,10 @@ elseif op == 'touch' then
   redis.call('EXPIRE', data_key, ARGV[3])
 elseif op == 'destroy' then
   redis.call('DEL', data_key)
+  -- Run again after a lost reply, this finds the lock no longer ours: the
+  -- marker says this run destroyed it (data there since is another request's,
+  -- not to be destroyed again).
+  redis.call('SET', KEYS[6], '1', 'PX', ARGV[5])
 end
 local function payload()
   if op == 'write' then
