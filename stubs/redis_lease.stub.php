@@ -145,7 +145,8 @@ namespace {
          * @return string|null Its token; null when we did not hold the lock. A hold the watchdog
          *     found lost (or could not renew in time) still hands its token out, unlike getToken():
          *     Redis may keep it, and whoever restores the token asks Redis before relying on it,
-         *     or releases it.
+         *     or releases it. Its unanswered refresh is sent again first all the same (the lost
+         *     hold is not extended for us; the send voids the late one).
          */
         public function detach(): ?string {}
 

@@ -13,7 +13,8 @@ use redis_lease::core::lease::{Lease, LeaseKeys};
 use redis_lease::core::lock::Lock;
 use redis_lease::core::request;
 use support::{
-    await_until, exists, info_count, lock_lease as lease, pttl, HoldingProxy, RedisServer,
+    await_until, exists, info_count, lock_lease as lease, pttl, scripts_run, HoldingProxy,
+    RedisServer,
 };
 
 const SEC: Duration = Duration::from_secs(1);
@@ -569,18 +570,6 @@ fn a_refresh_left_unanswered_is_sent_again_before_its_token_is_detached() {
     proxy.hold(false);
 }
 
-/// Scripts the server has run (FCALL, EVALSHA, EVAL), per INFO commandstats.
-fn scripts_run(raw: &mut redis::Connection) -> u64 {
-    [
-        "cmdstat_fcall:calls=",
-        "cmdstat_evalsha:calls=",
-        "cmdstat_eval:calls=",
-    ]
-    .iter()
-    .map(|p| info_count(raw, p))
-    .sum()
-}
-
 /// A refresh that got no answer may still run after a later refresh of the
 /// same hold was answered (a lossy network delivers it late). It set the
 /// expiry to its own ttl, 2 s, under a holder counting on the later 60 s: two
@@ -689,6 +678,100 @@ fn a_token_handed_out_after_an_upgrade_keeps_the_upgrades_lease() {
     assert!(
         left > 20_000,
         "handed out with {left} ms, not the upgrade's 30 s"
+    );
+}
+
+/// A hold the watchdog gave up on (a refresh unanswered past its own ttl, no
+/// renewal confirmed meanwhile) may still be Redis's, and detach() hands its
+/// token out: the unanswered refresh is sent again first, for its voiding,
+/// though refresh() says false for a lost hold unsent (review, stop 57).
+/// Before, nothing was sent, and the late refresh cut the lease to its 4 s under
+/// the restorer, which had refreshed it to 60 s.
+#[test]
+fn a_lost_hold_handed_out_voids_its_unanswered_refresh_first() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    let name = "resend_lost";
+    let mut lock = Lock::new(through_with(&proxy, name, 5), SEC * 30).with_auto_renew(true);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    proxy.hold_command(b"\r\n4000\r\n");
+    assert!(lock.refresh(SEC * 4).is_err(), "unanswered");
+    proxy.await_held(SEC);
+    // Unanswered for 5 s, past its 4 s: the watch has ended. Redis keeps the
+    // lock (the refresh is held).
+    assert!(
+        lock.hold().is_none() && lock.token().is_some(),
+        "the watch gave the hold up, which the object keeps"
+    );
+    assert!(pttl(&server, &format!("lock:{{{name}}}")) > 20_000);
+    // The re-send goes through (and leaves 4 s, the restorer's to read and
+    // extend); what is held stays held.
+    proxy.hold_after(true, 1);
+    let token = lock.detach().expect("a lost hold's token is handed out");
+    let mut restorer = Lock::restore(lease(&server, "", name), SEC * 30, token, false).unwrap();
+    assert!(
+        restorer.refresh(SEC * 60).unwrap(),
+        "the restorer's refresh"
+    );
+    let before = scripts_run(&mut raw);
+    proxy.hold(false);
+    await_until(SEC * 10, "the late refresh to run", || {
+        scripts_run(&mut raw) > before
+    });
+    let left = pttl(&server, &format!("lock:{{{name}}}"));
+    assert!(
+        left > 50_000,
+        "the late refresh cut the restorer's lease to {left} ms"
+    );
+    assert!(restorer.release().unwrap());
+}
+
+/// An upgrade is refused while another reader waits to upgrade (each would
+/// wait for the other for ever), but not for a queued upgrade whose read hold
+/// ended (its reader stopped asking: a stalled process, here its attempts held
+/// by the proxy): the other reader's claim finds the lock free of writers and
+/// serves the queue first, which drops that entry (fix (l)), and its upgrade
+/// goes on. (Review, stop 57, asked whether it was refused until the dead entry
+/// was no longer heard from: it is not.)
+#[test]
+fn a_queued_upgrade_whose_read_hold_ended_refuses_no_other() {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    let name = "dead_upgrade";
+    let key = format!("lock:{{{name}}}");
+    let mut stalled = Lock::new(through_with(&proxy, name, 3), Duration::from_millis(300));
+    let mut other = Lock::new(lease(&server, "", name), SEC * 30);
+    assert!(stalled.acquire_read(Duration::ZERO).unwrap());
+    assert!(other.acquire_read(Duration::ZERO).unwrap());
+    let token = stalled.hold().unwrap().token.as_str().to_string();
+    // Its first upgrade attempt queues it; the next ones are held.
+    proxy.hold_command_after(b"$1\r\nu\r\n", 1);
+    let upgrade = std::thread::spawn(move || stalled.acquire(SEC * 10));
+    let score = |raw: &mut redis::Connection, set: &str| -> Option<i64> {
+        redis::cmd("ZSCORE")
+            .arg(format!("{key}:{set}"))
+            .arg(&token)
+            .query(raw)
+            .unwrap()
+    };
+    await_until(SEC * 5, "the upgrade to queue", || {
+        score(&mut raw, "waiters").is_some()
+    });
+    await_until(SEC * 5, "its read hold to run out", || {
+        score(&mut raw, "holders").is_none_or(|end| end <= support::server_ms(&mut raw))
+    });
+    assert!(
+        other.acquire(SEC * 10).unwrap(),
+        "the other reader upgrades"
+    );
+    assert!(!other.shared(), "alone");
+    assert!(other.release().unwrap());
+    proxy.hold(false);
+    assert!(
+        !upgrade.join().unwrap().unwrap(),
+        "the stalled upgrade, asking again, finds its read hold gone"
     );
 }
 

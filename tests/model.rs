@@ -84,6 +84,7 @@ fn as_implemented() -> Fixes {
             at_least: true,
             voids_refreshes: true,
             revoke_marker: RevokeMarker::Always,
+            destroy_marker: true,
             refusals_leave_queue: true,
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
@@ -640,7 +641,16 @@ fn reverted_x_an_upgrade_read_after_a_carried_refresh_could_end_it_is_reported_h
 fn sessions(failover: Failover) -> Config {
     let mut config = locks(failover);
     let opens = if deep() { 2 } else { 1 };
-    config.clients = vec![Program::Session { opens }, Program::Session { opens: 1 }];
+    config.clients = vec![
+        Program::Session {
+            opens,
+            logout: false,
+        },
+        Program::Session {
+            opens: 1,
+            logout: false,
+        },
+    ];
     config.fence_ops = false;
     config
 }
@@ -663,8 +673,14 @@ fn acknowledged_session_writes_survive_a_failover_with_wait_replicas() {
 fn revocations(marker: RevokeMarker) -> Config {
     let mut config = locks(Failover::Planned);
     config.clients = vec![
-        Program::Session { opens: 1 },
-        Program::Session { opens: 1 },
+        Program::Session {
+            opens: 1,
+            logout: false,
+        },
+        Program::Session {
+            opens: 1,
+            logout: false,
+        },
         Program::Revoker { revokes: 1 },
     ];
     config.failovers = vec![];
@@ -714,6 +730,60 @@ fn reverted_f_a_revocation_marked_only_on_handoff_deletes_a_saved_write() {
         revocations(RevokeMarker::OnHandoff),
         Some(WRITES_KEPT),
     );
+    assert_violated(&*checker, WRITES_KEPT);
+}
+
+/// A logout by a request that holds the session (a locked destroy), and a
+/// request waiting for it; the destroy's reply may be lost, and its second run
+/// find the lock handed to the waiter, which may have saved since.
+fn logouts(failover: Option<Failover>) -> Config {
+    let mut config = locks(failover.unwrap_or(Failover::Planned));
+    config.clients = vec![
+        Program::Session {
+            opens: 1,
+            logout: true,
+        },
+        Program::Session {
+            opens: 1,
+            logout: false,
+        },
+    ];
+    if failover.is_none() {
+        config.failovers = vec![];
+        config.wait_replicas = false;
+    }
+    config.fence_ops = false;
+    config.faults = 1;
+    config.faulty = |req| matches!(req, client::Req::Destroy { .. });
+    config
+}
+
+/// A destroy run again after a lost reply asks for its first run's marker:
+/// what the waiter saved since is kept (review, stop 56), with and without a
+/// failover.
+#[test]
+fn a_logout_run_again_after_a_lost_reply_keeps_a_later_save() {
+    for failover in [None, Some(Failover::Planned), Some(Failover::Crash)] {
+        let checker = check(&format!("logouts, {failover:?}"), logouts(failover), None);
+        assert_holds(
+            &*checker,
+            &[WRITES_KEPT, MUTEX, EXPIRY, INTEREST, HOLDS],
+            &[
+                "a session write acknowledged",
+                "a logout run again finds it took effect",
+            ],
+        );
+    }
+}
+
+/// Fix (z) reverted: the destroy run again takes "the data is gone" for done;
+/// the waiter's save is there, so the logout falls back on a revocation, which
+/// deletes that acknowledged save.
+#[test]
+fn reverted_z_a_logout_run_again_deletes_a_later_save() {
+    let mut config = logouts(None);
+    config.fixes.scripts.destroy_marker = false;
+    let checker = check("(z) destroy without marker", config, Some(WRITES_KEPT));
     assert_violated(&*checker, WRITES_KEPT);
 }
 
@@ -1527,7 +1597,16 @@ fn long_wait_cases() -> [(&'static str, Vec<Program>, &'static str); 4] {
         ),
         (
             "sessions",
-            vec![Program::Session { opens: 2 }, Program::Session { opens: 1 }],
+            vec![
+                Program::Session {
+                    opens: 2,
+                    logout: false,
+                },
+                Program::Session {
+                    opens: 1,
+                    logout: false,
+                },
+            ],
             "a session write acknowledged",
         ),
         (

@@ -1119,6 +1119,69 @@ fn a_destroy_run_again_after_a_lost_reply_leaves_a_later_save_alone() {
     assert_eq!(destroyed.unwrap(), Saved::Yes, "the first run destroyed it");
 }
 
+/// A save stops the watchdog's renewals of its lock before it is sent: the
+/// save unlocks the session, and a renewal that reached Redis after it found
+/// the lock gone and gave the hold up as lost (counted as session_lost, which
+/// operators alert on). A touch whose reply was lost, run again, then took the
+/// hold for one whose lease had run out: "lock expired" (review, stop 57).
+/// Here the touch's reply is lost and its second run held while a renewal
+/// would be due (a third of the ttl), and let through well before the lease
+/// could end.
+#[test]
+fn a_touch_run_again_is_not_taken_for_a_lost_lease_by_a_renewal_after_it() {
+    use support::{scripts_run, HoldingProxy};
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    let id = "renewed-save";
+    let ep = Endpoint::parse(
+        &format!("redis://127.0.0.1:{}?read_timeout=10", proxy.port),
+        Timeouts::default(),
+    )
+    .unwrap();
+    let ttl = SEC * 6;
+    let config = SessionConfig {
+        lock_ttl: ttl,
+        lock_renew: true,
+        ..SessionConfig::default()
+    };
+    let through = Arc::new(SessionStore::new(Arc::new(ep), config));
+    let (mut a, _) = through.open(id).unwrap();
+    assert_eq!(
+        through.write(&mut a, b"data", SEC * 60).unwrap(),
+        Saved::Yes
+    );
+    let (mut a, _) = through.open(id).unwrap();
+    let opened = Instant::now();
+    // The touch runs, its reply is lost; its second run is held (renewals
+    // are not: another function).
+    proxy.hold_command_after(b"\r\ntouch\r\n", 1);
+    proxy.cut_reply(b"\r\ntouch\r\n");
+    let toucher = {
+        let through = through.clone();
+        std::thread::spawn(move || through.touch(&mut a, SEC * 60))
+    };
+    proxy.await_held(SEC * 10);
+    let before = scripts_run(&mut raw);
+    // A renewal is due a third of the ttl after the open (2 s): before the
+    // fix it ran by then; now none does, and the run again goes on at 3 s.
+    await_until(SEC * 10, "a renewal, or half the ttl", || {
+        scripts_run(&mut raw) > before || opened.elapsed() >= ttl / 2
+    });
+    assert_eq!(
+        scripts_run(&mut raw),
+        before,
+        "no renewal reached Redis after the save was sent"
+    );
+    proxy.hold(false);
+    let touched = toucher.join().unwrap();
+    assert!(
+        opened.elapsed() < ttl,
+        "run again before the lease could end"
+    );
+    assert_eq!(touched.unwrap(), Saved::Yes, "the first run touched it");
+}
+
 /// A logout from a request whose lease ran out (review, stop 55): the
 /// request that holds the session now is revoked and the data deleted, as a
 /// logout from a read-only request does, so the logged-in state cannot be

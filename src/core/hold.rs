@@ -161,6 +161,15 @@ impl Hold {
         }
     }
 
+    /// Whether `safe_until` has passed. (An ended watch's is "now" as it is
+    /// read: a `now` read before it would find it still ahead. Review, stop
+    /// 57: a touch run again, and a release's second run, took a hold the
+    /// watchdog had found lost for one that could not have run out.)
+    pub fn run_out(&self) -> bool {
+        let until = self.safe_until();
+        Instant::now() >= until
+    }
+
     /// What this hold counts on by itself: its lease, and no later than an
     /// unanswered refresh may leave.
     fn bound(&self) -> Instant {

@@ -785,8 +785,8 @@ impl Lease {
                             };
                             Ok(Attempt::Acquired(c.adopt(token.clone(), owned, since)))
                         }
-                        // Nothing (or, for an upgrade, still just a reader): the
-                        // attempt took nothing, and is tried once more.
+                        // Nothing: the attempt took nothing, and is tried once
+                        // more. (A conversion never gets here: it returned above.)
                         Ok(_) if !retried => {
                             metrics::incr(Counter::UncertainResolved);
                             retried = true;
@@ -1346,10 +1346,7 @@ impl Lease {
             }
             Err(f) => return Err(f.into_error()),
         };
-        let freed = n == 0
-            && maybe_done
-            && Instant::now() < hold.safe_until()
-            && !self.switched_since(generation);
+        let freed = n == 0 && maybe_done && !hold.run_out() && !self.switched_since(generation);
         Ok(if freed { 1 } else { n })
     }
 

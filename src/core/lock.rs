@@ -120,9 +120,13 @@ impl Lock {
     /// on more (a conversion, the fencing token, renewals) asks first. With
     /// auto-renewal, whose renewals need the lease's end, Redis is asked at once.
     pub fn restored(mut self, token: Token) -> Result<Lock> {
-        // No lease counted on until asked; not watched meanwhile.
+        // No lease counted on until asked; not watched meanwhile (a watch of
+        // this zero-length hold, with auto-renewal, ended at once, counted as a
+        // lost lock: review, stop 57). `ask_restored` watches what Redis says.
         let hold = Hold::found(token, 0, self.ttl, Instant::now(), Some(Duration::ZERO));
-        self.set_hold(Some(hold), 0);
+        self.pid = crate::core::pid::current();
+        self.hold = Some(hold);
+        self.track();
         self.unverified = true;
         self.weight = None;
         if self.auto_renew {
@@ -231,6 +235,7 @@ impl Lock {
         // late (its link did not break), a few times at most; and not again
         // once unanswered: while Redis does not answer, a getter must not wait
         // for it on every call.
+        let inherited = self.pid != crate::core::pid::current();
         for _ in 0..3 {
             let Some((token, ttl)) = self.refresh_sent.clone() else {
                 return;
@@ -242,6 +247,19 @@ impl Lock {
             // its next call; detach() hands the token out without it.
             if hold.unanswered_full(Instant::now()) {
                 return;
+            }
+            // A hold the watchdog gave up on is not refreshed for its holder
+            // (refresh() says false unsent), but Redis may still keep it, and
+            // its token leaves all the same: the re-send voids the unanswered
+            // one, counted on by nobody. (Review, stop 57: unsent, the late
+            // refresh cut the lease under the restorer's later refresh.)
+            if hold.lost() {
+                if self.lease.refresh_as(hold, ttl, inherited).is_err() {
+                    break;
+                }
+                self.refresh_sent =
+                    (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
+                continue;
             }
             if self.refresh(ttl).is_err() {
                 break;
@@ -585,10 +603,8 @@ impl Lock {
             Ok(Got::Lapsed) => {
                 // Not counted on: the claim found the hold run out (usually
                 // nothing is left to free), or `recount` could not extend the
-                // converted hold in time (Redis may keep it). And an attempt of
-                // this conversion whose link broke may have run late, after the
-                // claim asked again: a downgrade's then made the token a reader
-                // (and the retry found it no writer), an upgrade's a writer.
+                // converted hold in time (Redis may keep it). Released
+                // owner-checked, whatever the token holds now.
                 if let Some(hold) = self.hold.clone() {
                     hold.stop_watch();
                     if self.lease.release_token(&hold.token).is_err() {

@@ -231,6 +231,10 @@ pub struct Session {
     /// A logout revoked its lock, as its save or unlock was told: nothing this
     /// request writes of it later may bring the session back.
     pub revoked: bool,
+    /// Its destroy found its lease lost (and went on as a logout): another
+    /// request may have changed the session since this one read it, whatever
+    /// became of the logout.
+    pub lease_lost: bool,
 }
 
 impl Drop for Session {
@@ -435,6 +439,7 @@ impl SessionStore {
             stored: None,
             kept: None,
             revoked: false,
+            lease_lost: false,
         };
         if !self.config.locking {
             let data = self.get(&lease)?;
@@ -508,6 +513,7 @@ impl SessionStore {
                 stored: None,
                 kept: None,
                 revoked: s.revoked,
+                lease_lost: s.lease_lost,
             },
             stored,
         );
@@ -597,13 +603,15 @@ impl SessionStore {
     /// the session no longer held it, or, without `read`, may not have.
     pub fn destroy(&self, s: &mut Session, read: Option<&[u8]>) -> Result<Saved> {
         if matches!(s.mode, Mode::Readonly) {
-            let same = self.revoke(&s.lease, read)?;
+            let same = self.revoke(&s.lease, read.map_or(Compare::Nothing, Compare::Data))?;
             s.mode = Mode::Done;
             return Ok(if same { Saved::Yes } else { Saved::Changed });
         }
         match self.save(s, "destroy", b"", Duration::ZERO)? {
             Saved::LeaseLost => {
-                let same = self.revoke(&s.lease, read)? && read.is_some();
+                s.lease_lost = true;
+                let same = self.revoke(&s.lease, read.map_or(Compare::Nothing, Compare::Data))?
+                    && read.is_some();
                 Ok(if same {
                     Saved::Yes
                 } else {
@@ -626,6 +634,11 @@ impl SessionStore {
         match &s.mode {
             Mode::Locked(hold) => {
                 let hold = hold.clone();
+                // No renewal from here on: the save unlocks, and one that ran
+                // after it would find the lock gone and give the hold up as
+                // lost (counted, and taken for a lost lease by a touch run
+                // again). Review, stop 57; as a release does.
+                hold.stop_watch();
                 let run = |c: &mut Conn| {
                     let n: i64 = s
                         .lease
@@ -663,7 +676,7 @@ impl SessionStore {
                     }
                     Err(Failure::Reply(e)) => {
                         // Redis answered with an error: nothing ran, the lock is still
-                        // ours and close() frees it.
+                        // ours (renewed no longer) and close() frees it.
                         return Err(e);
                     }
                     Err(f) => {
@@ -740,7 +753,8 @@ impl SessionStore {
     /// ours: did our first run do it? Not if the connection broke because the
     /// master changed (a failover): the new master never had our lock, nor our
     /// write. So the data decides: a write is ours if the master holds exactly our
-    /// data, a destroy if nothing is left. A touch changed no data, and counts as
+    /// data. A destroy's run again asked for its first run's marker itself
+    /// (session_save.lua): here, it did not destroy. A touch changed no data, and counts as
     /// done while our lease cannot have run out (only our own first run could
     /// have freed the lock then). With wait_replicas, a write of ours on this link
     /// after that is waited for, and covers what the master holds (the
@@ -769,28 +783,16 @@ impl SessionStore {
                     .query::<i64>(&mut c.inner)?;
                 s.lease.wait_replicas(c, true).map(Some)
             })?,
-            // Our first run left its marker (session_save.lua). Not "the data
+            // The run again asked for our first run's marker itself
+            // (session_save.lua): not there, it did not destroy. Not "the data
             // is gone": another request may have written since, and a logout
-            // run again would destroy that (review, stop 56). Renewed, not
-            // just read: a WAIT counts the writes of its own link, and this
-            // write comes after the first run's.
-            "destroy" => {
-                let marker = s.lease.keys.marker(b"destroyed", &hold.token);
-                let ttl = millis(self.marker_ttl());
-                s.lease.call_idempotent(|c| {
-                    let n: i64 = redis::cmd("PEXPIRE")
-                        .arg(&marker)
-                        .arg(ttl)
-                        .query(&mut c.inner)?;
-                    if n == 0 {
-                        return Ok(None);
-                    }
-                    s.lease.wait_replicas(c, true).map(Some)
-                })?
-            }
-            _ if Instant::now() >= hold.safe_until() => return Ok(false),
+            // run again would destroy that (review, stop 56; asked in the
+            // script since stop 57: one round trip sooner, within the marker's
+            // time).
+            "destroy" => return Ok(false),
+            _ if hold.run_out() => return Ok(false),
             _ if !wait => return Ok(true),
-            _ => self.marked(s, hold)?,
+            _ => Some(self.marked(s, hold)?),
         };
         if let Some(a) = confirmed {
             *acks = a;
@@ -801,10 +803,10 @@ impl SessionStore {
     /// For [`SessionStore::saved_before`], with wait_replicas: writes a marker
     /// of `hold`'s spent token (in the session's slot; nothing reads it) and
     /// WAITs for it. Its acknowledgements.
-    fn marked(&self, s: &Session, hold: &Hold) -> Result<Option<Option<i64>>> {
+    fn marked(&self, s: &Session, hold: &Hold) -> Result<Option<i64>> {
         s.lease.call_idempotent(|c| {
             s.lease.set_marker(c, b"saved", &hold.token)?;
-            s.lease.wait_replicas(c, true).map(Some)
+            s.lease.wait_replicas(c, true)
         })
     }
 
@@ -919,13 +921,22 @@ impl SessionStore {
     /// With `read`, as for `destroy`: whether the session still held it.
     pub fn delete(&self, id: &str, read: Option<&[u8]>) -> Result<bool> {
         check_id(id)?;
-        self.revoke(&self.lease(id), read)
+        self.revoke(
+            &self.lease(id),
+            read.map_or(Compare::Nothing, Compare::Data),
+        )
     }
 
-    /// Deletes a session's data and revokes any lease on it. With `read` (the
-    /// data a read-only request read, stored form): whether the session still
-    /// held it when deleted.
-    fn revoke(&self, lease: &Lease, read: Option<&[u8]>) -> Result<bool> {
+    /// As `delete`: whether the session had data when deleted (one this
+    /// request saved and moved on from: gone, another request logged out).
+    pub fn delete_existing(&self, id: &str) -> Result<bool> {
+        check_id(id)?;
+        self.revoke(&self.lease(id), Compare::Exists)
+    }
+
+    /// Deletes a session's data and revokes any lease on it. Whether the
+    /// session held what `compare` says when deleted.
+    fn revoke(&self, lease: &Lease, compare: Compare<'_>) -> Result<bool> {
         // One marker per revocation, so that running it again (after a lost reply)
         // does not revoke the next holder as well.
         let nonce = Token::generate();
@@ -940,8 +951,14 @@ impl SessionStore {
                 .key_of(&lease.keys.revoked_parts())
                 .arg(millis(self.marker_ttl()))
                 .arg(millis(REVOKED_KEPT));
-            if let Some(read) = read {
-                script.arg(read);
+            match compare {
+                Compare::Nothing => {}
+                Compare::Data(read) => {
+                    script.arg(read);
+                }
+                Compare::Exists => {
+                    script.arg("").arg("exists");
+                }
             }
             let n = script.call::<i64>(&mut *c.inner)?;
             // A logout a failover could undo (the data back, the revoked
@@ -976,6 +993,16 @@ impl SessionStore {
 
 /// The alphabet PHP uses for session ids, by bits per character.
 const ID_CHARS: &[u8; 64] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,-";
+
+/// What a revocation compares the session's data with (`SessionStore::revoke`).
+#[derive(Clone, Copy)]
+enum Compare<'a> {
+    Nothing,
+    /// The data a read-only request read (stored form).
+    Data(&'a [u8]),
+    /// Any data at all.
+    Exists,
+}
 
 /// A session lock is no longer this request's to free: not renewed, and not
 /// freed by its thread's end.

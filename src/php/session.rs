@@ -227,13 +227,15 @@ pub struct Handler {
     /// has in memory came from it, so no fresh id is written from it (Laravel's
     /// migrate() would carry a logged-out or stale state to a new id).
     lost: Option<(String, Lost)>,
-    /// The session read read-only with data in it, whose state this request
-    /// has in memory (a fresh id it moves to carries it).
+    /// The session read read-only with data in it, or saved last, whose state
+    /// this request has in memory (a fresh id it moves to carries it).
     origin: Option<Origin>,
 }
 
 /// A session this request read read-only (another request held its lock) and
-/// found data in: what the request has in memory came from it. A fresh id it
+/// found data in, or saved and let go of (an early save, Laravel's `save()`;
+/// session_regenerate_id(false) saves the old id): what the request has in
+/// memory came from it, or went to it, and others may change it since. A fresh id it
 /// moves to (session_regenerate_id(), Laravel's and Symfony's migrate()) is
 /// written with that only while the session still holds what was read: a
 /// logout (or any save) by the holder meanwhile would be undone under the new
@@ -241,11 +243,17 @@ pub struct Handler {
 /// fresh id is seen by no one else before its cookie is sent.
 struct Origin {
     id: String,
-    /// The data read, in its stored form.
+    /// The data read (or saved), in its stored form.
     stored: Vec<u8>,
     /// This request destroyed the session (session_regenerate_id(true),
-    /// migrate(true)): whether it still held what was read then.
+    /// migrate(true)): whether it still held what was read then (a saved
+    /// one: whether it still had data).
     destroyed: Option<bool>,
+    /// Saved by this request, not read read-only: only a logout since (the
+    /// data gone) makes what it carries stale. Another request's save since
+    /// is an ordinary concurrent write (session_regenerate_id(false) saves the
+    /// old id, which the page's other requests then go on using).
+    saved: bool,
 }
 
 impl Origin {
@@ -257,6 +265,7 @@ impl Origin {
             id: id.to_string(),
             stored: s.stored.clone().unwrap_or_else(|| d.clone()),
             destroyed: None,
+            saved: false,
         })
     }
 }
@@ -445,8 +454,23 @@ impl Handler {
         };
         match o.destroyed {
             Some(same) => Ok(!same),
+            None if o.saved => Ok(!self.store.exists(&o.id)?),
             None => Ok(!self.store.holds(&o.id, &o.stored)?),
         }
+    }
+
+    /// This request saved `id`, which it held open, and its state went there:
+    /// a fresh id it moves to later is written with it only while `id` was not
+    /// logged out since (review, stop 57: after an early save, another
+    /// request's logout was undone under the fresh id Laravel's regenerate()
+    /// wrote).
+    fn saved_origin(&mut self, id: &str, stored: &[u8]) {
+        self.origin = Some(Origin {
+            id: id.to_string(),
+            stored: stored.to_vec(),
+            destroyed: None,
+            saved: true,
+        });
     }
 
     /// Leaves `id`, a fresh id whose carried state is stale, unwritten now and
@@ -490,7 +514,10 @@ impl Handler {
             _ => return self.write_unopened(id, data, stored, ttl),
         };
         match result {
-            Ok(Saved::Yes) => self.saw(id, Self::seen_written(data, stored)),
+            Ok(Saved::Yes) => {
+                self.saved_origin(id, &stored);
+                self.saw(id, Self::seen_written(data, stored))
+            }
             Ok(Saved::Revoked) => self.saw(id, Seen::Revoked),
             _ => {}
         }
@@ -681,17 +708,20 @@ impl Handler {
         }
         self.saw(id, Seen::Destroyed);
         let store = &self.store;
-        let read = self
-            .origin
-            .as_ref()
-            .filter(|o| o.id == id)
-            .map(|o| o.stored.as_slice());
+        let origin = self.origin.as_ref().filter(|o| o.id == id);
+        let saved = origin.is_some_and(|o| o.saved);
+        let read = origin.filter(|o| !o.saved).map(|o| o.stored.as_slice());
         if let Some(s) = self
             .session
             .as_mut()
             .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
         {
             let result = store.destroy(s, read);
+            // The logout that follows a lost lease failed: what this request
+            // holds is still not carried to a fresh id (review, stop 57).
+            if result.is_err() && s.lease_lost {
+                self.lost.get_or_insert((id.to_string(), Lost::Expired));
+            }
             self.origin_destroyed(
                 id,
                 result
@@ -732,8 +762,12 @@ impl Handler {
             }
             return self.saved(id, "destroyed", result);
         }
-        // Not ours to lock (e.g. an old id): delete it outright.
-        let result = store.delete(id, read);
+        // Not ours to lock (e.g. an old id): delete it outright. (One this
+        // request saved and moved on from: whether a logout came first.)
+        let result = match saved {
+            true => store.delete_existing(id),
+            false => store.delete(id, read),
+        };
         self.origin_destroyed(id, result.as_ref().ok().copied());
         match result {
             Ok(_) => Out::ok(true),

@@ -64,7 +64,9 @@ pub enum Program {
     /// which extends the hold when it is of that many and throws when not.
     Restorer { permits: u8 },
     /// A locking session request: open (lock and read), write (save and unlock).
-    Session { opens: u8 },
+    /// `logout`: its last request destroys the session instead (a locked
+    /// destroy, `SessionStore::destroy`).
+    Session { opens: u8, logout: bool },
     /// A logout of a session another request holds (`SessionStore::delete`).
     Revoker { revokes: u8 },
 }
@@ -155,6 +157,11 @@ pub enum Req {
     Save { token: Token, data: Data },
     /// session.rs `saved_before` for a write (and WAIT).
     SavedBefore { data: Data },
+    /// session_save.lua 'destroy' (and WAIT).
+    Destroy { token: Token },
+    /// Fix (z) reverted: session.rs `saved_before` for a destroy (is the data
+    /// gone?).
+    DestroyedBefore,
     /// session_revoke.lua (`SessionStore::revoke` WAITs after it, unmodelled:
     /// no revoker runs in a config with failovers).
     Revoke { nonce: u8 },
@@ -399,15 +406,17 @@ pub enum Pc {
     Releasing {
         second: bool,
     },
-    /// `SessionStore::save` of `data`, begun under `generation`.
+    /// `SessionStore::save` of `data` (or a destroy), begun under `generation`.
     Saving {
         data: Data,
+        destroy: bool,
         generation: u8,
         second: bool,
     },
     /// `saved_before` after a second run found the lock gone.
     Confirming {
         data: Data,
+        destroy: bool,
     },
     Revoking {
         nonce: u8,

@@ -153,10 +153,16 @@ impl System {
                 }
                 ops.push(Op::Release);
             }
-            (Program::Session { opens }, Pc::Idle) if !busy && client.ops < opens => {
+            (Program::Session { opens, .. }, Pc::Idle) if !busy && client.ops < opens => {
                 ops.push(Op::Open);
             }
-            (Program::Session { .. }, Pc::Held) => ops.push(Op::Write),
+            (Program::Session { opens, logout }, Pc::Held) => {
+                ops.push(if logout && client.ops == opens {
+                    Op::Destroy
+                } else {
+                    Op::Write
+                })
+            }
             (Program::Revoker { revokes }, Pc::Idle) if !busy && client.ops < revokes => {
                 ops.push(Op::Revoke);
             }
@@ -284,16 +290,29 @@ impl System {
             }
             Op::Write => {
                 let client = s.client_mut(c);
-                let token = client.hold.expect("held").token;
+                // `SessionStore::save` stops renewing before it sends.
+                let token = stop_watch(client).expect("held");
                 let write = c * 4 + client.ops;
                 let lineage = client.read.map_or(0, |d| d.lineage) | 1 << write;
                 let data = Data { write, lineage };
                 client.pc = Pc::Saving {
                     data,
+                    destroy: false,
                     generation: client.generation,
                     second: false,
                 };
                 self.send(s, c, Link::Request, Req::Save { token, data });
+            }
+            Op::Destroy => {
+                let client = s.client_mut(c);
+                let token = stop_watch(client).expect("held");
+                client.pc = Pc::Saving {
+                    data: Data::default(),
+                    destroy: true,
+                    generation: client.generation,
+                    second: false,
+                };
+                self.send(s, c, Link::Request, Req::Destroy { token });
             }
             Op::Revoke => {
                 let client = s.client_mut(c);
@@ -787,9 +806,17 @@ impl System {
             },
             Pc::Saving {
                 data,
+                destroy,
                 generation,
                 second,
-            } => self.on_save(s, c, call, outcome, data, generation, second),
+            } => self.on_save(s, c, call, outcome, (data, destroy), generation, second),
+            // A destroy not found done: `Saved::LeaseLost`, and a logout always
+            // takes effect (`SessionStore::destroy` revokes).
+            Pc::Confirming { destroy: true, .. }
+                if matches!(outcome, Outcome::Reply(Reply::Found(false), _)) =>
+            {
+                self.revoke_lost(s, c)
+            }
             Pc::Confirming { .. } => match outcome {
                 Outcome::Reply(Reply::Found(ours), acks) => save_done(s, c, ours, acks),
                 _ => {
@@ -1377,7 +1404,21 @@ impl System {
         generation != now
     }
 
-    /// `SessionStore::save` for a write.
+    /// `SessionStore::destroy` after its save said `LeaseLost`: the logout
+    /// takes effect all the same, by session_revoke.lua.
+    fn revoke_lost(&self, s: &mut State, c: u8) {
+        let client = s.client_mut(c);
+        stop_watch(client);
+        client.hold = None;
+        let nonce = c * 4 + client.ops;
+        client.pc = Pc::Revoking {
+            nonce,
+            second: false,
+        };
+        self.send(s, c, Link::Request, Req::Revoke { nonce });
+    }
+
+    /// `SessionStore::save` for a write, or a destroy.
     #[allow(clippy::too_many_arguments)]
     fn on_save(
         &self,
@@ -1385,12 +1426,13 @@ impl System {
         c: u8,
         call: Call,
         outcome: Outcome,
-        data: Data,
+        (data, destroy): (Data, bool),
         generation: u8,
         second: bool,
     ) {
         let again = Pc::Saving {
             data,
+            destroy,
             generation,
             second: true,
         };
@@ -1402,15 +1444,27 @@ impl System {
             {
                 self.again(s, c, call, again)
             }
+            // A destroy that found the lock not ours (run again: nor its first
+            // run's marker, session_save.lua): `LeaseLost`.
+            Outcome::Reply(Reply::Int(0), _)
+                if destroy && (!second || self.config.fixes.scripts.destroy_marker) =>
+            {
+                self.revoke_lost(s, c)
+            }
             // Revoked (2): the revocation found this hold, so no earlier run
-            // of ours saved.
+            // of ours saved. (A destroy of a revoked session is done.)
             Outcome::Reply(Reply::Int(n), acks) if !second || n >= 1 => {
-                save_done(s, c, n == 1, acks)
+                save_done(s, c, n == 1 || destroy, acks)
             }
             // The second run found the lock gone: did our first run do it?
             Outcome::Reply(..) => {
-                s.client_mut(c).pc = Pc::Confirming { data };
-                self.send(s, c, Link::Request, Req::SavedBefore { data });
+                s.client_mut(c).pc = Pc::Confirming { data, destroy };
+                let req = if destroy {
+                    Req::DestroyedBefore
+                } else {
+                    Req::SavedBefore { data }
+                };
+                self.send(s, c, Link::Request, req);
             }
             Outcome::Broken if !second => self.again(s, c, call, again),
             Outcome::Broken | Outcome::TimedOut => {
@@ -1580,13 +1634,17 @@ fn refreshed(s: &mut State, c: u8, sent: Time, ttl: Time, extended: Option<bool>
 /// was replicated (`replicated(acks)?`).
 fn save_done(s: &mut State, c: u8, ok: bool, acks: Option<bool>) {
     let client = s.client_mut(c);
-    let data = match client.pc {
-        Pc::Saving { data, .. } | Pc::Confirming { data } => data,
+    let (data, destroy) = match client.pc {
+        Pc::Saving { data, destroy, .. } | Pc::Confirming { data, destroy } => (data, destroy),
         pc => unreachable!("save_done in {pc:?}"),
     };
     stop_watch(client);
     client.hold = None;
     client.pc = Pc::Idle;
+    if destroy {
+        say(|| format!("c{c}: destroy reported done ({acks:?})"));
+        return;
+    }
     if ok && acks != Some(false) {
         s.ghost.acked |= 1 << data.write;
     }

@@ -162,6 +162,12 @@ pub struct Store {
     pub revoked: Slots<u8, 2>,
     /// `<lock>:revoked`: the tokens of holds a revocation ended.
     pub ousted: Slots<Token, 3>,
+    /// `<lock>:destroyed:<token>` markers (kept past any run of the model).
+    pub destroyed: Slots<Token, 2>,
+    /// Not a key: the session clients whose logout took effect in this
+    /// node's history (bits: client ids), by their destroy or the revocation
+    /// it fell back on. It replicates with the writes that did it.
+    pub logged_out: u8,
 }
 
 impl Store {
@@ -307,6 +313,12 @@ pub struct Scripts {
     /// holder. (It replaces (j), which cleared it for upgrades only, and was
     /// found by this model.)
     pub join_clears_wake: bool,
+    /// (z) session_save.lua's destroy leaves a marker of its token, and a
+    /// destroy run again that finds the lock gone answers 1 if the marker is
+    /// there. Off: `saved_before` asked whether the data was gone (before stop
+    /// 56), and a logout whose first run had handed the lock on, to a request
+    /// that saved since, revoked that acknowledged save.
+    pub destroy_marker: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -1039,6 +1051,39 @@ impl Script<'_> {
         // payload(): 'd' .. ARGV[2], the data just written.
         self.pass_on(false, |db| db.data);
         Reply::Int(1)
+    }
+
+    /// session_save.lua with op 'destroy': the data goes, and the lock to the
+    /// next waiter, with no data (`payload()`: 'n').
+    pub fn session_destroy(&mut self, token: Token) -> Reply {
+        if !owns(self.db.lock, token) {
+            let reply = self.not_owned(token, true);
+            // Run again after a lost reply: our first run's marker says it
+            // destroyed (PEXPIRE, a write for the WAIT that follows).
+            if reply == Reply::Int(0)
+                && self.scripts.destroy_marker
+                && self.db.destroyed.contains(&token)
+            {
+                self.touched = true;
+                return Reply::Int(1);
+            }
+            return reply;
+        }
+        self.db.data = None;
+        if self.scripts.destroy_marker && !self.db.destroyed.contains(&token) {
+            self.db.destroyed.push(token);
+        }
+        self.pass_on(false, |_| None);
+        Reply::Int(1)
+    }
+
+    /// Fix (z) reverted: session.rs `saved_before` for a destroy run again
+    /// that found the lock gone took "the data is gone" for done (then wrote a
+    /// marker, for the WAIT after it).
+    pub fn destroyed_before(&mut self) -> Reply {
+        let done = self.db.data.is_none();
+        self.touched |= done;
+        Reply::Found(done)
     }
 
     /// session_revoke.lua, with its marker as `Scripts::revoke_marker` says.

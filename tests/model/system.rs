@@ -94,6 +94,8 @@ pub fn show(req: Req) -> String {
         Req::Release { token } => format!("release.lua({token:?})"),
         Req::Save { token, data } => format!("session_save.lua({token:?}, write {data:?})"),
         Req::SavedBefore { data } => format!("GET data == {data:?}? (saved_before)"),
+        Req::Destroy { token } => format!("session_save.lua({token:?}, destroy)"),
+        Req::DestroyedBefore => "EXISTS data? (saved_before, destroy; (z) reverted)".into(),
         Req::Revoke { nonce } => format!("session_revoke.lua(nonce {nonce})"),
         Req::Abandon { token } => format!("resolve.lua + release.lua({token:?}) (abandon)"),
     }
@@ -299,8 +301,10 @@ pub struct Ghost {
     /// Session writes reported saved (bits: write ids).
     pub acked: u16,
     /// Session writes deleted by the first run of a revocation (a logout that
-    /// took effect then).
+    /// took effect then), or by a session request's destroy.
     pub deleted: u16,
+    /// A destroy run again found its first run's marker.
+    pub logout_confirmed: bool,
     /// Each revocation that ran: its nonce, and the token its first run handed
     /// the lock to.
     pub revokes: Slots<(u8, Option<Token>), 2>,
@@ -368,6 +372,8 @@ pub enum Op {
     Release,
     Open,
     Write,
+    /// A locked destroy (a logout of the session this request holds).
+    Destroy,
     Revoke,
     Crash,
     /// acquire() (or acquireRead()) again, after a conversion that threw: the
@@ -489,6 +495,8 @@ impl State {
             Req::Release { token } => script.release(token, session(token), permit(token)),
             Req::Save { token, data } => script.session_save(token, data),
             Req::SavedBefore { data } => script.saved_before(data),
+            Req::Destroy { token } => script.session_destroy(token),
+            Req::DestroyedBefore => script.destroyed_before(),
             Req::Revoke { nonce } => script.session_revoke(nonce),
             Req::Abandon { token } => {
                 if let Reply::Owned(Some(_)) = script.resolve(token, session(token)) {
@@ -505,7 +513,17 @@ impl State {
         }
         say(|| format!("{} runs {} -> {reply:?}", ["A", "B"][n], show(req)));
         if let Req::Revoke { nonce } = req {
-            self.note_revoke(nonce, &before, node);
+            self.note_revoke(cfg, nonce, &before, node);
+        }
+        if let (Req::Destroy { token }, Reply::Int(1)) = (req, reply) {
+            if owns(before.lock, token) {
+                // The logout's one effect: what it deleted may be gone.
+                self.ghost.deleted |= before.data.map_or(0, |d| d.lineage);
+                self.redis.nodes[n].store.logged_out |= 1 << token.client;
+            } else {
+                // Run again, it found its first run's marker.
+                self.ghost.logout_confirmed = true;
+            }
         }
         self.note_shared(cfg, &before, node);
         self.note_grants(&before, node);
@@ -597,24 +615,37 @@ impl State {
         }
     }
 
-    fn note_revoke(&mut self, nonce: u8, before: &Store, node: u8) {
+    fn note_revoke(&mut self, cfg: &Config, nonce: u8, before: &Store, node: u8) {
         let after = &self.redis.nodes[usize::from(node)].store;
+        // A session request's logout (its destroy's fallback) takes effect
+        // once in the master's history: a deletion after its destroy or an
+        // earlier run deletes what others wrote since, which is kept. (A
+        // `Revoker` runs without failovers: its first run is its first.)
+        let client = nonce / 4;
+        let session = matches!(cfg.clients[usize::from(client)], Program::Session { .. });
+        let earlier = self.ghost.revokes.iter().find(|(n, _)| *n == nonce);
+        let first = match session {
+            true => before.logged_out & 1 << client == 0,
+            false => earlier.is_none(),
+        };
+        if first && after.data.is_none() {
+            self.ghost.deleted |= before.data.map_or(0, |d| d.lineage);
+        }
         let holder = |s: &Store| s.lock.map(|l| l.token);
         let (was, is) = (holder(before), holder(after));
-        let ghost = &mut self.ghost;
-        match ghost.revokes.iter().find(|(n, _)| *n == nonce) {
+        match earlier {
             None => {
                 let handed = is.filter(|_| is != was);
-                ghost.revokes.push((nonce, handed));
-                if after.data.is_none() {
-                    ghost.deleted |= before.data.map_or(0, |d| d.lineage);
-                }
+                self.ghost.revokes.push((nonce, handed));
             }
             Some(&(_, handed)) => {
                 if was.is_some() && was == handed && is != was {
-                    ghost.revoked_own_handoff = true;
+                    self.ghost.revoked_own_handoff = true;
                 }
             }
+        }
+        if session {
+            self.redis.nodes[usize::from(node)].store.logged_out |= 1 << client;
         }
     }
 
@@ -720,8 +751,9 @@ pub fn req_token(req: Req) -> Option<Token> {
         | Req::Inspect { token }
         | Req::Release { token }
         | Req::Save { token, .. }
+        | Req::Destroy { token }
         | Req::Abandon { token } => Some(token),
-        Req::SavedBefore { .. } | Req::Revoke { .. } => None,
+        Req::SavedBefore { .. } | Req::DestroyedBefore | Req::Revoke { .. } => None,
     }
 }
 
@@ -1125,6 +1157,9 @@ impl Model for System {
             Property::sometimes("a session write acknowledged", |_, s: &State| {
                 s.ghost.acked != 0
             }),
+            Property::sometimes("a logout run again finds it took effect", |_, s: &State| {
+                s.ghost.logout_confirmed
+            }),
             Property::sometimes("readers share the lock", |m: &System, s: &State| {
                 m.counting(s, |_, _| true, |k| k == Kind::Shared) >= 2
             }),
@@ -1292,8 +1327,10 @@ impl System {
                     },
                     Reply::Int(1),
                 ) => cfg.fixes.renewals_wait,
-                (Req::Refresh { .. } | Req::Save { .. }, Reply::Int(1)) => true,
-                (Req::SavedBefore { .. }, Reply::Found(true)) => true,
+                (Req::Refresh { .. } | Req::Save { .. } | Req::Destroy { .. }, Reply::Int(1)) => {
+                    true
+                }
+                (Req::SavedBefore { .. } | Req::DestroyedBefore, Reply::Found(true)) => true,
                 _ => false,
             };
         if wait {

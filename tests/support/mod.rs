@@ -241,6 +241,18 @@ pub fn lock_lease(
     )
 }
 
+/// Scripts the server has run (FCALL, EVALSHA, EVAL), per INFO commandstats.
+pub fn scripts_run(raw: &mut redis::Connection) -> u64 {
+    [
+        "cmdstat_fcall:calls=",
+        "cmdstat_evalsha:calls=",
+        "cmdstat_eval:calls=",
+    ]
+    .iter()
+    .map(|p| info_count(raw, p))
+    .sum()
+}
+
 /// PTTL of `key` on `server`.
 pub fn pttl(server: &RedisServer, key: &str) -> i64 {
     redis::cmd("PTTL")
@@ -830,6 +842,12 @@ impl HoldingProxy {
     /// Holds every command that contains `needle` (until `hold(false)`).
     pub fn hold_command(&self, needle: &[u8]) {
         self.set_gate(true, 0, Some(needle.to_vec()), false);
+    }
+
+    /// Holds every command that contains `needle` after `pass` more of them
+    /// have gone through (until `hold(false)`).
+    pub fn hold_command_after(&self, needle: &[u8], pass: usize) {
+        self.set_gate(true, pass, Some(needle.to_vec()), false);
     }
 
     /// Holds the first command that contains `needle`, to run when `hold(false)`

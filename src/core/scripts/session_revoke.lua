@@ -7,13 +7,15 @@
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] this
 -- revocation's marker, KEYS[6] the tokens of holds revoked (a set)
 -- ARGV[1] how long the marker lasts, in ms, ARGV[2] how long a revoked hold's
--- token is kept, in ms, ARGV[3] (optional) the data a read-only request read
+-- token is kept, in ms, ARGV[3] (optional) the data a read-only request read,
+-- or '' with ARGV[4] 'exists': any data
 -- Returns 1 when revoked now, 2 when this revocation's own earlier run did it;
--- negated when the data was no longer ARGV[3]. A read-only request that then
--- moves to a fresh id (session_regenerate_id(true)) carries what it read: that
--- is written only if the session still held it, so that a logout (or a save) by
--- the holder in between is not undone under the new id. The marker keeps the
--- answer for a run sent again.
+-- negated when the data was no longer ARGV[3] (or there was none). A read-only
+-- request that then moves to a fresh id (session_regenerate_id(true)) carries
+-- what it read: that is written only if the session still held it, so that a
+-- logout (or a save) by the holder in between is not undone under the new id;
+-- one that saved the session early and moved on, only if it was not logged out
+-- since. The marker keeps the answer for a run sent again.
 -- A revocation sent again (its reply was lost) must act neither on a lease taken
 -- since (the first run may have handed it on) nor on data saved since: every run
 -- leaves its marker, set after the DEL so that under maxmemory (a script that has
@@ -27,7 +29,11 @@ if first then
 end
 local same = 1
 -- (pcall: data of another type is not what was read.)
-if ARGV[3] and redis.pcall('GET', KEYS[1]) ~= ARGV[3] then
+if ARGV[4] == 'exists' then
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    same = -1
+  end
+elseif ARGV[3] and redis.pcall('GET', KEYS[1]) ~= ARGV[3] then
   same = -1
 end
 redis.call('DEL', KEYS[1])

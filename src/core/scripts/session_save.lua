@@ -1,4 +1,5 @@
--- Model: tests/model/redis.rs, Script::session_save ('write') and Script::release ('unlock', sessions).
+-- Model: tests/model/redis.rs, Script::session_save ('write'), Script::session_destroy
+-- ('destroy') and Script::release ('unlock', sessions).
 -- Save a session and unlock it, only while our lease still holds the lock; the
 -- lock (with the data just saved) goes to the next waiting request, if any.
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] their terms, KEYS[5] the
@@ -8,14 +9,22 @@
 -- store ARGV[2], 'touch' to renew the data's ttl (lazy_write), 'destroy' to delete
 -- it, 'unlock' to leave it as it is; ('destroy' only:) ARGV[5] how long the
 -- marker lasts, in ms
--- Returns 1 when saved and unlocked, 0 when the lease was lost, 2 when a logout
--- revoked it (nothing changed in either case).
+-- Returns 1 when saved and unlocked (a destroy: or when its marker says an
+-- earlier run of it did), 0 when the lease was lost, 2 when a logout revoked it
+-- (nothing changed in either case).
 local data_key, lock, op = KEYS[1], KEYS[2], ARGV[4]
 if not owns(redis.call('GET', lock), ARGV[1]) then
   -- Revoked, the token cannot have saved before: the revocation found it
   -- holding, and nothing it sends runs after.
   if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then
     return 2
+  end
+  -- A destroy run again after a lost reply: its first run did it if it left
+  -- the marker (data there since is another request's, not to be destroyed
+  -- again, nor revoked as a logout would). Renewed, not just read: a WAIT
+  -- counts the writes of its own link, and this one comes after the first run's.
+  if op == 'destroy' and redis.call('PEXPIRE', KEYS[6], ARGV[5]) == 1 then
+    return 1
   end
   return 0
 end
@@ -25,9 +34,7 @@ elseif op == 'touch' then
   redis.call('EXPIRE', data_key, ARGV[3])
 elseif op == 'destroy' then
   redis.call('DEL', data_key)
-  -- Run again after a lost reply, this finds the lock no longer ours: the
-  -- marker says this run destroyed it (data there since is another request's,
-  -- not to be destroyed again).
+  -- For a run of this destroy that comes again (see above).
   redis.call('SET', KEYS[6], '1', 'PX', ARGV[5])
 end
 local function payload()
