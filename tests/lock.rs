@@ -741,7 +741,8 @@ fn a_queued_upgrade_whose_read_hold_ended_refuses_no_other() {
     let mut raw = server.conn();
     let name = "dead_upgrade";
     let key = format!("lock:{{{name}}}");
-    let mut stalled = Lock::new(through_with(&proxy, name, 3), Duration::from_millis(300));
+    // (A long read timeout: its attempt is held until the test lets it go.)
+    let mut stalled = Lock::new(through_with(&proxy, name, 20), Duration::from_millis(300));
     let mut other = Lock::new(lease(&server, "", name), SEC * 30);
     assert!(stalled.acquire_read(Duration::ZERO).unwrap());
     assert!(other.acquire_read(Duration::ZERO).unwrap());

@@ -814,6 +814,19 @@ mod tests {
         }
     }
 
+    /// A hold whose watch the watchdog ended (lost) while its bound was still
+    /// ahead has run out. (An ended watch's `safe_until` is "now" as it is
+    /// read: a `now` read before it found it still ahead, and a touch run again
+    /// took a lost hold for one that could not have run out; review, stop 57.)
+    #[test]
+    fn a_lost_watch_has_run_out_though_its_bound_is_ahead() {
+        let mut hold = Hold::new(Token::generate(), 0, S * 30, Instant::now());
+        let w = watch_with(&mut hold, true, 1);
+        assert!(!hold.run_out());
+        w.lose();
+        assert!(hold.run_out());
+    }
+
     /// A watch that only follows failovers (a Sentinel endpoint, no renewals)
     /// ends with the lease. A refresh that got no answer bounds the hold, but
     /// does not end the watch: the hold is not lost, and the holder's next

@@ -268,6 +268,15 @@ impl Lock {
         self.refresh_sent = None;
     }
 
+    /// getToken(): the token of the hold this object counts on, its refresh
+    /// left unanswered sent again first (`settle_refresh`). A lost hold's is
+    /// not handed out here, so nothing is sent for it (detach() does both).
+    pub fn current_token(&mut self) -> Option<Token> {
+        self.hold()?;
+        self.settle_refresh();
+        self.hold().map(|h| h.token.clone())
+    }
+
     /// Whether `token` is the hold last detached from this object, and Redis
     /// says it still holds the lease (a token is granted once: holding now, it
     /// held throughout).

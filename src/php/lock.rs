@@ -351,9 +351,8 @@ impl DistributedLock {
 
     /// The token of our hold (opaque; for restore() elsewhere); null when not held.
     pub fn get_token(&self) -> Option<String> {
-        let mut lock = self.lock.borrow_mut();
-        lock.settle_refresh();
-        lock.hold().map(|h| h.token.as_str().to_string())
+        let token = self.lock.borrow_mut().current_token();
+        token.map(|t| t.as_str().to_string())
     }
 
     /// Stops owning the hold here: no release at destruction or at the request's
@@ -593,9 +592,8 @@ impl DistributedSemaphore {
 
     /// Our permit's token (opaque); null when we hold none.
     pub fn get_token(&self) -> Option<String> {
-        let mut lock = self.lock.borrow_mut();
-        lock.settle_refresh();
-        lock.hold().map(|h| h.token.as_str().to_string())
+        let token = self.lock.borrow_mut().current_token();
+        token.map(|t| t.as_str().to_string())
     }
 
     /// The key as given to the constructor.

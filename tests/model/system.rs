@@ -517,8 +517,11 @@ impl State {
         }
         if let (Req::Destroy { token }, Reply::Int(1)) = (req, reply) {
             if owns(before.lock, token) {
-                // The logout's one effect: what it deleted may be gone.
-                self.ghost.deleted |= before.data.map_or(0, |d| d.lineage);
+                // The logout's one effect: what it deleted may be gone (on a
+                // deposed master it is undone with that master's writes).
+                if node == self.redis.master() {
+                    self.ghost.deleted |= before.data.map_or(0, |d| d.lineage);
+                }
                 self.redis.nodes[n].store.logged_out |= 1 << token.client;
             } else {
                 // Run again, it found its first run's marker.
