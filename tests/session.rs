@@ -617,7 +617,7 @@ fn a_save_after_a_logout_is_told_revoked_not_lost() {
         &server,
         SessionConfig {
             lock_ttl: Duration::from_millis(100),
-            ..config
+            ..config.clone()
         },
     );
     let (mut late, _) = short.open("rvk2").unwrap();
@@ -631,6 +631,20 @@ fn a_save_after_a_logout_is_told_revoked_not_lost() {
         short.write(&mut late, b"late|i:1;", SEC * 60).unwrap(),
         Saved::LeaseLost
     );
+
+    // A day's lock ttl (the most lock_ttl takes): the revoked token is kept
+    // past the lease it ended, and an hour more.
+    let day = store(
+        &server,
+        SessionConfig {
+            lock_ttl: Duration::from_secs(86_400),
+            ..config
+        },
+    );
+    let (_long, _) = day.open("rvk3").unwrap();
+    day.delete("rvk3", None).unwrap();
+    let pttl = support::pttl(&server, "{PHPREDIS_SESSION:rvk3}:lock:revoked");
+    assert!(pttl > 89_000_000, "kept past a day's lease: {pttl}");
 }
 
 /// A logout takes effect whatever its lock key holds (here something else's
@@ -1060,6 +1074,14 @@ fn an_unlock_with_wait_replicas_waits_and_counts_a_shortfall() {
     assert_eq!(get(&master, "{PHPREDIS_SESSION:wu}:lock"), None);
 }
 
+/// A store whose commands go through `proxy` (a read timeout of 10 s: what the
+/// proxy holds, the test lets go).
+fn through_proxy(proxy: &support::HoldingProxy, config: SessionConfig) -> SessionStore {
+    let dsn = format!("redis://127.0.0.1:{}?read_timeout=10", proxy.port);
+    let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+    SessionStore::new(Arc::new(ep), config)
+}
+
 /// A destroy whose reply was lost (its link cut after it ran) is run again,
 /// and finds the lock no longer ours: the session was handed to a waiting
 /// request, which wrote it and saved. The first run's marker says the destroy
@@ -1074,12 +1096,7 @@ fn a_destroy_run_again_after_a_lost_reply_leaves_a_later_save_alone() {
     let mut raw = server.conn();
     let id = "destroy-again";
     let data = format!("PHPREDIS_SESSION:{id}");
-    let ep = Endpoint::parse(
-        &format!("redis://127.0.0.1:{}?read_timeout=10", proxy.port),
-        Timeouts::default(),
-    )
-    .unwrap();
-    let through = Arc::new(SessionStore::new(Arc::new(ep), SessionConfig::default()));
+    let through = Arc::new(through_proxy(&proxy, SessionConfig::default()));
     let direct = Arc::new(store(&server, SessionConfig::default()));
     let (mut a, _) = through.open(id).unwrap();
     assert_eq!(
@@ -1134,18 +1151,13 @@ fn a_touch_run_again_is_not_taken_for_a_lost_lease_by_a_renewal_after_it() {
     let proxy = HoldingProxy::start(server.port);
     let mut raw = server.conn();
     let id = "renewed-save";
-    let ep = Endpoint::parse(
-        &format!("redis://127.0.0.1:{}?read_timeout=10", proxy.port),
-        Timeouts::default(),
-    )
-    .unwrap();
     let ttl = SEC * 6;
     let config = SessionConfig {
         lock_ttl: ttl,
         lock_renew: true,
         ..SessionConfig::default()
     };
-    let through = Arc::new(SessionStore::new(Arc::new(ep), config));
+    let through = Arc::new(through_proxy(&proxy, config));
     let (mut a, _) = through.open(id).unwrap();
     assert_eq!(
         through.write(&mut a, b"data", SEC * 60).unwrap(),

@@ -257,8 +257,7 @@ impl Lock {
                 if self.lease.refresh_as(hold, ttl, inherited).is_err() {
                     break;
                 }
-                self.refresh_sent =
-                    (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
+                self.refresh_sent = owed_resend(hold, ttl);
                 continue;
             }
             if self.refresh(ttl).is_err() {
@@ -603,8 +602,7 @@ impl Lock {
                 // One still unanswered is sent again before the token leaves
                 // (`settle_refresh`), for the lease the conversion granted, not
                 // the old refresh's.
-                self.refresh_sent =
-                    (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), hold.ttl));
+                self.refresh_sent = owed_resend(&hold, hold.ttl);
                 self.set_hold(Some(hold), generation);
                 Ok(true)
             }
@@ -762,8 +760,7 @@ impl Lock {
             .and_then(|ok| ok.ok_or_else(|| self.lease.refresh_late()));
         // A run that may still come (unanswered, or a first run whose link
         // broke) is sent again before the token leaves (`settle_refresh`).
-        self.refresh_sent =
-            (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl));
+        self.refresh_sent = owed_resend(&hold, ttl);
         let ok = match answer {
             Ok(ok) => ok,
             Err(e) => {
@@ -849,4 +846,11 @@ impl Drop for Lock {
     fn drop(&mut self) {
         self.close(false);
     }
+}
+
+/// `Lock::refresh_sent` for `hold`: one of its refreshes may still run
+/// (unanswered, or a first run whose link broke), so it is sent again, to
+/// `ttl`, before its token leaves (`Lock::settle_refresh`).
+fn owed_resend(hold: &Hold, ttl: Duration) -> Option<(Token, Duration)> {
+    (!hold.unanswered_refreshes.is_empty()).then(|| (hold.token.clone(), ttl))
 }

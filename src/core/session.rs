@@ -300,9 +300,10 @@ pub enum Saved {
     LostDestroyed,
 }
 
-/// How long the token of a hold a logout revoked is kept, so that the revoked
-/// request's save is told apart from one whose lease ran out (a later one is
-/// reported as that). Past the longest a request runs in practice.
+/// How long the token of a hold a logout revoked is kept past the lock's ttl,
+/// so that the revoked request's save is told apart from one whose lease ran
+/// out (a later one is reported as that): past the longest a request runs in
+/// practice.
 const REVOKED_KEPT: Duration = Duration::from_secs(3600);
 
 pub struct SessionStore {
@@ -603,15 +604,14 @@ impl SessionStore {
     /// the session no longer held it, or, without `read`, may not have.
     pub fn destroy(&self, s: &mut Session, read: Option<&[u8]>) -> Result<Saved> {
         if matches!(s.mode, Mode::Readonly) {
-            let same = self.revoke(&s.lease, read.map_or(Compare::Nothing, Compare::Data))?;
+            let same = self.revoke(&s.lease, Compare::read(read))?;
             s.mode = Mode::Done;
             return Ok(if same { Saved::Yes } else { Saved::Changed });
         }
         match self.save(s, "destroy", b"", Duration::ZERO)? {
             Saved::LeaseLost => {
                 s.lease_lost = true;
-                let same = self.revoke(&s.lease, read.map_or(Compare::Nothing, Compare::Data))?
-                    && read.is_some();
+                let same = self.revoke(&s.lease, Compare::read(read))? && read.is_some();
                 Ok(if same {
                     Saved::Yes
                 } else {
@@ -921,10 +921,7 @@ impl SessionStore {
     /// With `read`, as for `destroy`: whether the session still held it.
     pub fn delete(&self, id: &str, read: Option<&[u8]>) -> Result<bool> {
         check_id(id)?;
-        self.revoke(
-            &self.lease(id),
-            read.map_or(Compare::Nothing, Compare::Data),
-        )
+        self.revoke(&self.lease(id), Compare::read(read))
     }
 
     /// As `delete`: whether the session had data when deleted (one this
@@ -950,7 +947,7 @@ impl SessionStore {
                 .key(lease.keys.marker(b"revoked", &nonce))
                 .key_of(&lease.keys.revoked_parts())
                 .arg(millis(self.marker_ttl()))
-                .arg(millis(REVOKED_KEPT));
+                .arg(millis(self.config.lock_ttl + REVOKED_KEPT));
             match compare {
                 Compare::Nothing => {}
                 Compare::Data(read) => {
@@ -1002,6 +999,13 @@ enum Compare<'a> {
     Data(&'a [u8]),
     /// Any data at all.
     Exists,
+}
+
+impl<'a> Compare<'a> {
+    /// With the data read, if any.
+    fn read(read: Option<&'a [u8]>) -> Compare<'a> {
+        read.map_or(Compare::Nothing, Compare::Data)
+    }
 }
 
 /// A session lock is no longer this request's to free: not renewed, and not

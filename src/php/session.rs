@@ -243,17 +243,23 @@ pub struct Handler {
 /// fresh id is seen by no one else before its cookie is sent.
 struct Origin {
     id: String,
-    /// The data read (or saved), in its stored form.
-    stored: Vec<u8>,
+    how: Came,
     /// This request destroyed the session (session_regenerate_id(true),
     /// migrate(true)): whether it still held what was read then (a saved
     /// one: whether it still had data).
     destroyed: Option<bool>,
-    /// Saved by this request, not read read-only: only a logout since (the
-    /// data gone) makes what it carries stale. Another request's save since
-    /// is an ordinary concurrent write (session_regenerate_id(false) saves the
-    /// old id, which the page's other requests then go on using).
-    saved: bool,
+}
+
+/// How the request's state came from (or went to) its `Origin`.
+enum Came {
+    /// Read read-only: this data, in its stored form. Any save since makes
+    /// what the request carries stale.
+    Read(Vec<u8>),
+    /// Saved by this request: only a logout since (the data gone) makes it
+    /// stale. Another request's save since is an ordinary concurrent write
+    /// (session_regenerate_id(false) saves the old id, which the page's other
+    /// requests then go on using).
+    Saved,
 }
 
 impl Origin {
@@ -263,9 +269,8 @@ impl Origin {
         let readonly = matches!(s.mode, Mode::Readonly) && s.kept.is_none();
         data.filter(|_| readonly).map(|d| Origin {
             id: id.to_string(),
-            stored: s.stored.clone().unwrap_or_else(|| d.clone()),
+            how: Came::Read(s.stored.clone().unwrap_or_else(|| d.clone())),
             destroyed: None,
-            saved: false,
         })
     }
 }
@@ -452,10 +457,10 @@ impl Handler {
         let Some(o) = self.origin.as_ref().filter(|o| o.id != id) else {
             return Ok(false);
         };
-        match o.destroyed {
-            Some(same) => Ok(!same),
-            None if o.saved => Ok(!self.store.exists(&o.id)?),
-            None => Ok(!self.store.holds(&o.id, &o.stored)?),
+        match (o.destroyed, &o.how) {
+            (Some(same), _) => Ok(!same),
+            (None, Came::Saved) => Ok(!self.store.exists(&o.id)?),
+            (None, Came::Read(stored)) => Ok(!self.store.holds(&o.id, stored)?),
         }
     }
 
@@ -464,12 +469,11 @@ impl Handler {
     /// logged out since (review, stop 57: after an early save, another
     /// request's logout was undone under the fresh id Laravel's regenerate()
     /// wrote).
-    fn saved_origin(&mut self, id: &str, stored: &[u8]) {
+    fn saved_origin(&mut self, id: &str) {
         self.origin = Some(Origin {
             id: id.to_string(),
-            stored: stored.to_vec(),
+            how: Came::Saved,
             destroyed: None,
-            saved: true,
         });
     }
 
@@ -515,7 +519,7 @@ impl Handler {
         };
         match result {
             Ok(Saved::Yes) => {
-                self.saved_origin(id, &stored);
+                self.saved_origin(id);
                 self.saw(id, Self::seen_written(data, stored))
             }
             Ok(Saved::Revoked) => self.saw(id, Seen::Revoked),
@@ -708,9 +712,12 @@ impl Handler {
         }
         self.saw(id, Seen::Destroyed);
         let store = &self.store;
-        let origin = self.origin.as_ref().filter(|o| o.id == id);
-        let saved = origin.is_some_and(|o| o.saved);
-        let read = origin.filter(|o| !o.saved).map(|o| o.stored.as_slice());
+        let how = self.origin.as_ref().filter(|o| o.id == id).map(|o| &o.how);
+        let saved = matches!(how, Some(Came::Saved));
+        let read = match how {
+            Some(Came::Read(stored)) => Some(stored.as_slice()),
+            _ => None,
+        };
         if let Some(s) = self
             .session
             .as_mut()
