@@ -113,8 +113,41 @@ rl_same('acquireRead(): shared', [true, true], [$read1->acquireRead(), $read2->a
 $read1->release();
 $read2->release();
 
+// Two Redis servers in one CombinedStore (here two databases of one), as Symfony's high-availability
+// setup: each store keeps its own token in the Key (each Redis hands out its own). Review, stop 58:
+// they shared one slot, the second overwrote the first's token, and acquire() said false on a free
+// lock, leaving both held for nobody for the initial ttl.
+$combined = new LockFactory(new Symfony\Component\Lock\Store\CombinedStore(
+    [new LeaseStore("$dsn/1"), new LeaseStore("$dsn/2")], new Symfony\Component\Lock\Strategy\UnanimousStrategy()));
+$both = function () use ($raw): array {
+    $held = [];
+    foreach (['1', '2'] as $db) {
+        $raw->cmd('SELECT', $db);
+        $held[] = $raw->cmd('EXISTS', rl_lock_key('ha'));
+    }
+    $raw->cmd('SELECT', '0');
+    return $held;
+};
+$ha = $combined->createLock('ha', 30.0);
+rl_same('a CombinedStore of two LeaseStores: acquire() takes a free lock', true, $ha->acquire());
+rl_same('... held on both Redis', [1, 1], $both());
+rl_same('... isAcquired()', true, $ha->isAcquired());
+rl_same('... another Lock of it: false', false, $combined->createLock('ha', 30.0)->acquire());
+$ha->refresh(60.0);
+$ha->release();
+rl_same('... refresh() and release() free both', [0, 0], $both());
+
 // Bad input, Redis unreachable.
 rl_throws('an initial ttl of 0: InvalidTtlException', InvalidTtlException::class, fn () => new LeaseStore($dsn, 0.0));
+rl_throws('an initial ttl over 30 days: InvalidTtlException', InvalidTtlException::class, fn () => new LeaseStore($dsn, 3e6));
+$e = rl_throws('a Lock ttl over 30 days: Symfony\'s LockAcquiringException, not the extension\'s ValueError', LockAcquiringException::class,
+    fn () => $factory->createLock('long', 3e6)->acquire());
+$cause = $e;
+while ($cause !== null && !$cause instanceof InvalidTtlException) {
+    $cause = $cause->getPrevious();
+}
+rl_ok('... caused by InvalidTtlException', $cause !== null, rl_fmt($e?->getPrevious()));
+rl_same('... and nothing held', 0, $raw->cmd('EXISTS', rl_lock_key('long')));
 rl_throws('an empty resource: ValueError', ValueError::class, fn () => $factory->createLock('')->acquire());
 $e = rl_throws('Redis unreachable: Symfony\'s LockAcquiringException', LockAcquiringException::class,
     fn () => (new LockFactory(new LeaseStore('redis://127.0.0.1:' . rl_free_port())))->createLock('x')->acquire());
@@ -154,7 +187,16 @@ ok: putOffExpiration() of an expired Key: LockExpiredException
 ok: ... and the lock is given back
 ok: exists() of a Key never saved: false
 ok: acquireRead(): shared
+ok: a CombinedStore of two LeaseStores: acquire() takes a free lock
+ok: ... held on both Redis
+ok: ... isAcquired()
+ok: ... another Lock of it: false
+ok: ... refresh() and release() free both
 ok: an initial ttl of 0: InvalidTtlException
+ok: an initial ttl over 30 days: InvalidTtlException
+ok: a Lock ttl over 30 days: Symfony's LockAcquiringException, not the extension's ValueError
+ok: ... caused by InvalidTtlException
+ok: ... and nothing held
 ok: an empty resource: ValueError
 ok: Redis unreachable: Symfony's LockAcquiringException
 ok: ... caused by the extension's ConnectionException

@@ -26,10 +26,11 @@ $lockKey = fn (string $name) => rl_lock_key($name);
 $holders = fn (string $name) => rl_lock_key($name) . ':holders';
 $waiters = fn (string $name) => rl_lock_key($name) . ':waiters';
 $readLeases = fn (string $name) => br_shared_leases($raw, $holders($name));
-$token = fn (Key $key) => $key->hasState(LeaseStore::class) ? $key->getState(LeaseStore::class) : null;
+$token = fn (Key $key) => $store->tokenOf($key);
 $childPrelude = 'require "Symfony/Component/Lock/autoload.php"; require ' . rl_export(BR_BRIDGE . '/autoload.php') . ';'
-    . ' $factory = new Symfony\Component\Lock\LockFactory(new RedisLease\Bridge\Symfony\LeaseStore(' . rl_export($dsn) . '));'
-    . ' $token = fn ($key) => $key->getState(RedisLease\Bridge\Symfony\LeaseStore::class);';
+    . ' $store = new RedisLease\Bridge\Symfony\LeaseStore(' . rl_export($dsn) . ');'
+    . ' $factory = new Symfony\Component\Lock\LockFactory($store);'
+    . ' $token = fn ($key) => $store->tokenOf($key);';
 
 rl_ok('LeaseStore is a BlockingSharedLockStoreInterface (Symfony\'s Lock uses saveRead/waitAndSaveRead, no polling)',
     $store instanceof BlockingSharedLockStoreInterface);

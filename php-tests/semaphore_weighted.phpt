@@ -34,7 +34,10 @@ $d = $sem();
 foreach ([0, -1, 6] as $bad) {
     rl_throws("acquire(0, $bad) on a semaphore of 5 is a ValueError", ValueError::class, fn() => $d->acquire(0.0, $bad));
 }
-rl_throws('synchronized(..., 6) too', ValueError::class, fn() => $d->synchronized(fn() => 1, 0.0, 6));
+$e = rl_throws('synchronized(..., 6) too', ValueError::class, fn() => $d->synchronized(fn() => 1, 0.0, 6));
+rl_ok('... naming its argument #3', $e !== null && str_contains($e->getMessage(), 'synchronized(): Argument #3 ($permits)'), $e?->getMessage() ?? '');
+$e = rl_throws('acquire(0, 6): naming its argument #2', ValueError::class, fn() => $d->acquire(0.0, 6));
+rl_ok('... so', $e !== null && str_contains($e->getMessage(), 'acquire(): Argument #2 ($permits)'), $e?->getMessage() ?? '');
 rl_same('acquire(0, 2)', true, $d->acquire(0.0, 2));
 $e = rl_throws('acquire(0, 3) while holding 2 is a ValueError (release them first)', ValueError::class, fn() => $d->acquire(0.0, 3));
 rl_ok('... saying how many it holds', $e !== null && str_contains($e->getMessage(), 'holds 2 permits'), $e?->getMessage() ?? '');
@@ -136,6 +139,9 @@ ok: acquire(0, 0) on a semaphore of 5 is a ValueError
 ok: acquire(0, -1) on a semaphore of 5 is a ValueError
 ok: acquire(0, 6) on a semaphore of 5 is a ValueError
 ok: synchronized(..., 6) too
+ok: ... naming its argument #3
+ok: acquire(0, 6): naming its argument #2
+ok: ... so
 ok: acquire(0, 2)
 ok: acquire(0, 3) while holding 2 is a ValueError (release them first)
 ok: ... saying how many it holds

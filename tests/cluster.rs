@@ -310,6 +310,37 @@ fn a_script_caught_mid_migration_waits_for_it_to_finish() {
     );
 }
 
+/// A free lock's slot begins to move and stays open: the old master holds
+/// none of the script's keys and answers ASK, the new one, asked, holds not all
+/// of them and answers TRYAGAIN, over and over until the move ends. That is
+/// followed for the read timeout, not cut off after 16 ASKs (~0.7 s) with the
+/// ASK as the answer (review, stop 58).
+#[test]
+fn a_free_locks_slot_left_half_moved_is_asked_about_until_the_move_ends() {
+    let set = ClusterSet::start(3, 0);
+    let dsn = set.dsn("?timeout=1&read_timeout=8");
+    let key = "lock:{asking}";
+    let (slot, to) = slot_and_another_master(&set, key);
+    set.begin_move(slot, to);
+    let asked = info_count(&mut to.conn(), "cmdstat_asking:calls=");
+    let contender = {
+        let l = lease(&dsn, "asking");
+        std::thread::spawn(move || l.acquire(SEC * 30, Duration::ZERO))
+    };
+    await_until(SEC * 6, "the contender to ask 20 times", || {
+        contender.is_finished() || info_count(&mut to.conn(), "cmdstat_asking:calls=") >= asked + 20
+    });
+    assert!(!contender.is_finished(), "still following the move");
+    set.finish_move(slot, to);
+    let got = contender
+        .join()
+        .unwrap()
+        .expect("no error: the move ended in time");
+    let h = got.expect("the lock was free");
+    assert!(exists(&mut to.conn(), key), "taken on the new master");
+    assert!(lease(&dsn, "asking").release(&h, false).unwrap());
+}
+
 #[test]
 fn a_master_fails_over_and_locks_go_on_with_rising_fences() {
     let mut set = ClusterSet::start(3, 1);
@@ -441,15 +472,9 @@ fn a_reply_later_than_the_read_timeout_never_answers_another_command() {
     }
 }
 
-/// A master that cannot be reached, before anything of the call went out: the
-/// call fails as a failed connection does (nothing ran, nothing to settle), not
-/// as one whose outcome is unknown, and the link, in step with the masters it
-/// reached, stays pooled.
-#[test]
-fn a_master_that_cannot_be_reached_fails_the_call_as_nothing_sent() {
-    let set = ClusterSet::start(3, 0);
+/// Every node goes on serving its slots when a dead master is marked failed.
+fn partial_coverage(set: &ClusterSet) {
     for n in &set.nodes {
-        // The others go on serving their slots when the dead master is marked failed.
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
             .arg("cluster-require-full-coverage")
@@ -457,6 +482,16 @@ fn a_master_that_cannot_be_reached_fails_the_call_as_nothing_sent() {
             .query(&mut n.conn())
             .unwrap();
     }
+}
+
+/// A master that cannot be reached, before anything of the call went out: the
+/// call fails as a failed connection does (nothing ran, nothing to settle), not
+/// as one whose outcome is unknown, and the link, in step with the masters it
+/// reached, stays pooled.
+#[test]
+fn a_master_that_cannot_be_reached_fails_the_call_as_nothing_sent() {
+    let set = ClusterSet::start(3, 0);
+    partial_coverage(&set);
     let names = names_on_every_master(&set, 2);
     let near_port = set.owner_of(&format!("lock:{{{}}}", names[0])).port;
     let far_port = set.owner_of(&format!("lock:{{{}}}", names[1])).port;
@@ -496,6 +531,50 @@ fn a_master_that_cannot_be_reached_fails_the_call_as_nothing_sent() {
         1,
         "the link stayed pooled"
     );
+}
+
+/// A master that lost the library (flushed, restarted, a node new to the
+/// Cluster) while another master cannot be reached: the library is loaded on
+/// the masters that answer, and the call runs (review, stop 58: the load, sent
+/// to every master, failed with the unreachable one's error, and so did the
+/// call).
+#[test]
+fn a_library_is_loaded_past_a_master_that_cannot_be_reached() {
+    let set = ClusterSet::start(3, 0);
+    partial_coverage(&set);
+    let names = names_on_every_master(&set, 2);
+    let near_node = set.owner_of(&format!("lock:{{{}}}", names[0]));
+    let far_port = set.owner_of(&format!("lock:{{{}}}", names[1])).port;
+    let dsn = set.dsn("?timeout=0.5&read_timeout=0.5");
+    let near = lease(&dsn, &names[0]);
+    let h = near
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free");
+    assert!(near.release(&h, false).unwrap());
+    let i = set.nodes.iter().position(|n| n.port == far_port).unwrap();
+    set.nodes[i].signal("KILL");
+    await_until(SEC * 5, "the killed master's port to close", || {
+        std::net::TcpStream::connect(("127.0.0.1", far_port)).is_err()
+    });
+    let _: () = redis::cmd("FUNCTION")
+        .arg("FLUSH")
+        .query(&mut near_node.conn())
+        .unwrap();
+    let h = near
+        .acquire(SEC * 30, Duration::ZERO)
+        .unwrap()
+        .expect("free, and run as a function again");
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .query(&mut near_node.conn())
+        .unwrap();
+    assert_eq!(
+        libraries.len(),
+        1,
+        "loaded again on the master that lost it"
+    );
+    assert!(near.release(&h, false).unwrap());
 }
 
 /// A renewal whose scripts one master lost (flushed, restarted, promoted: its

@@ -85,6 +85,7 @@ fn as_implemented() -> Fixes {
             voids_refreshes: true,
             revoke_marker: RevokeMarker::Always,
             destroy_marker: true,
+            busy_after_grant: true,
             refusals_leave_queue: true,
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
@@ -1355,6 +1356,18 @@ fn semaphore_permits_never_exceed_the_admitting_limit() {
         &RW_PROPERTIES,
         &["permits at the limit", "a permit handed to a waiter"],
     );
+}
+
+/// Fix (aa) reverted: a newcomer whose attempt hands a permit to the waiter at
+/// the head of the queue (a crashed holder's ran out) is told its token was
+/// voided, gives up without leaving the queue, and is handed a permit for
+/// nobody.
+#[test]
+fn reverted_aa_a_newcomer_told_voided_is_handed_a_permit_for_nobody() {
+    let mut config = semaphores();
+    config.fixes.scripts.busy_after_grant = false;
+    let checker = check("(aa) busy counted before the grant", config, Some(INTEREST));
+    assert_violated(&*checker, INTEREST);
 }
 
 /// Several permits at once (issue 28): a semaphore of 3, a client taking 2 at a

@@ -493,3 +493,83 @@ fn check_weights(
     }
     assert!(live <= limit, "{at}: {live} permits live, limit {limit}");
 }
+
+/// Queues `token` as a waiter that asks again in time and will wait 20 s more,
+/// as join_queue writes it (`mode`: the terms' tail, e.g. "p 1", "r").
+fn plant_waiter(server: &RedisServer, keys: &LeaseKeys, token: &str, mode: &str) {
+    let mut conn = server.conn();
+    let now = server_ms(&mut conn);
+    let until = now + 20_000;
+    let _: () = redis::pipe()
+        .cmd("ZADD")
+        .arg(keys.waiters())
+        .arg(now * 1000)
+        .arg(token)
+        .cmd("HSET")
+        .arg(keys.terms())
+        .arg(token)
+        .arg(format!("30000 {until} {until} {mode}"))
+        .cmd("PEXPIRE")
+        .arg(keys.waiters())
+        .arg(30_000)
+        .cmd("PEXPIRE")
+        .arg(keys.terms())
+        .arg(30_000)
+        .query(&mut conn)
+        .unwrap();
+}
+
+/// A newcomer whose attempt hands a shared hold to the waiter at the head of
+/// the queue (the holder before it ran out) is told the lease is busy, not
+/// that its token was voided: acquire.lua answered `{0, -2}` (`live` counted
+/// before the grant, no lock key), and the client threw and left its token
+/// queued, to be granted a permit or the lock for nobody (review, stop 58).
+#[test]
+fn a_newcomer_behind_a_shared_grant_is_told_busy_and_leaves_no_entry() {
+    let server = RedisServer::start();
+    let mut conn = server.conn();
+    let ttl = MS * 300;
+
+    // A semaphore of one permit: its holder crashed; a waiter is queued.
+    let keys = LeaseKeys::for_semaphore(b"lock:", b"voidless");
+    let mut crashed = semaphore(&server, "voidless", 1, ttl);
+    assert!(crashed.acquire(Duration::ZERO).unwrap());
+    std::mem::forget(crashed);
+    plant_waiter(&server, &keys, "W", "p 1");
+    let holders = String::from_utf8(keys.holders().to_vec()).unwrap();
+    await_until(SEC * 5, "the crashed permit to run out", || {
+        !support::exists(&mut conn, &holders)
+    });
+    let mut newcomer = semaphore(&server, "voidless", 1, SEC * 30);
+    assert!(!newcomer.acquire(Duration::ZERO).unwrap());
+    assert!(!newcomer.acquire(MS * 200).unwrap());
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&holders)
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(members, ["W"], "the waiter was handed the permit");
+    assert_eq!(waiters(&server, "lock:{voidless}:semaphore"), 0);
+
+    // A read/write lock: its writer crashed; a reader is queued.
+    let keys = LeaseKeys::for_lock(b"lock:", b"rw-voidless");
+    let mut writer = Lock::new(lease(&server, "rw-voidless"), ttl);
+    assert!(writer.acquire(Duration::ZERO).unwrap());
+    std::mem::forget(writer);
+    plant_waiter(&server, &keys, "R", "r");
+    let lock_key = String::from_utf8(keys.lock().to_vec()).unwrap();
+    await_until(SEC * 5, "the crashed writer's lease to run out", || {
+        !support::exists(&mut conn, &lock_key)
+    });
+    let mut newcomer = lock(&server, "rw-voidless");
+    assert!(!newcomer.acquire(MS * 200).unwrap());
+    let waiting = String::from_utf8(keys.waiters().to_vec()).unwrap();
+    let queued: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&waiting)
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    assert!(queued.is_empty(), "nobody's token left queued: {queued:?}");
+}

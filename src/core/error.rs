@@ -52,7 +52,8 @@ impl Error {
     }
 }
 
-/// Whether an error reply's code tells of a state the server leaves by itself.
+/// Whether an error reply's code tells of a state the server leaves by itself
+/// (a redirect: a slot moving, or moved, past the read timeout).
 pub(crate) fn passing_code(code: Option<&str>) -> bool {
     matches!(
         code,
@@ -64,6 +65,8 @@ pub(crate) fn passing_code(code: Option<&str>) -> bool {
                 | "MASTERDOWN"
                 | "TRYAGAIN"
                 | "CLUSTERDOWN"
+                | "MOVED"
+                | "ASK"
                 | "NOREPLICAS"
                 | "MISCONF"
         )

@@ -474,10 +474,10 @@ impl Drop for DistributedSemaphore {
 }
 
 impl DistributedSemaphore {
-    /// `$permits` of `method` (its argument #2), checked: 1 to the limit, and
-    /// the weight this object holds already, if it holds one.
-    fn weight(&self, method: &str, permits: i64) -> Result<u32, Error> {
-        let name = format!("DistributedSemaphore::{method}(): Argument #2 ($permits)");
+    /// `$permits` of `method` (its argument #`arg`), checked: 1 to the limit,
+    /// and the weight this object holds already, if it holds one.
+    fn weight(&self, method: &str, arg: u8, permits: i64) -> Result<u32, Error> {
+        let name = format!("DistributedSemaphore::{method}(): Argument #{arg} ($permits)");
         let limit = i64::from(self.limit);
         if !(1..=limit).contains(&permits) {
             return Err(Error::invalid(format!(
@@ -557,7 +557,7 @@ impl DistributedSemaphore {
             wait.0,
             true,
         )?;
-        let weight = self.weight("acquire", permits)?;
+        let weight = self.weight("acquire", 2, permits)?;
         Ok(self.lock.borrow_mut().acquire_permits(wait, weight)?)
     }
 
@@ -615,7 +615,7 @@ impl DistributedSemaphore {
         permits: i64,
     ) -> PhpResult<Zval> {
         let method = "DistributedSemaphore::synchronized";
-        let weight = self.weight("synchronized", permits)?;
+        let weight = self.weight("synchronized", 3, permits)?;
         synchronized(
             &self.lock,
             self.key.clone(),

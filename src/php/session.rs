@@ -163,6 +163,10 @@ enum Seen {
     /// A fresh id the request moved to, left unwritten (`Handler::origin`):
     /// not written later either.
     Refused,
+    /// Its read failed: the request holds nothing of what is stored, and
+    /// what it writes of it is refused (review, stop 58: a caller that went on
+    /// with an empty session wrote it over another request's save).
+    Unread,
 }
 
 /// The warning for a write of a session a logout revoked (`Saved::Revoked`).
@@ -416,6 +420,7 @@ impl Handler {
             }
             Err(e) => {
                 warning = Some(format!("{} failed: {e}", self.caller("read")));
+                self.saw(id, Seen::Unread);
                 None
             }
         };
@@ -437,9 +442,14 @@ impl Handler {
         match result {
             Ok(Saved::Yes) => Out::ok(true),
             Ok(Saved::LeaseLost) => Out::warn(false, expired_message(id, what, None, lock_ttl)),
-            // A logout by another request revoked our lock. Refused, not
-            // dropped quietly: a success would let session_regenerate_id() go
-            // on and write the logged-in session under a new id.
+            // A logout by another request revoked our lock: its outcome, not a
+            // failure. Nothing is written (nor later, under this id or a fresh
+            // one: `lost`), counted (session_revoked), and told quietly: a
+            // warning, which frameworks turn into an HTTP 500, failed the other
+            // tab's request at every logout, and PHP warns of a false itself
+            // (review, stop 58). Inside session_regenerate_id() it is refused,
+            // so that it does not go on under a new id.
+            Ok(Saved::Revoked) if !crate::php::in_regenerate() => Out::ok(true),
             Ok(Saved::Revoked) => Out::warn(false, revoked_message(id, what)),
             // Read-only (on_lock_timeout = readonly): a configured outcome.
             Ok(Saved::Discarded | Saved::Changed) => Out::ok(true),
@@ -523,7 +533,8 @@ impl Handler {
                 self.saw(id, Self::seen_written(data, stored))
             }
             Ok(Saved::Revoked) => self.saw(id, Seen::Revoked),
-            _ => {}
+            Ok(_) => {}
+            Err(_) => self.unlock_after_error(),
         }
         self.saved(id, "written", result)
     }
@@ -553,6 +564,16 @@ impl Handler {
             // Data it could not read (it saw an empty session): kept as it is.
             // Logged out meanwhile: not written back (see `saved`).
             Some(Seen::Kept | Seen::Revoked | Seen::Refused) => return Out::ok(true),
+            Some(Seen::Unread) => {
+                return Out::warn(
+                    false,
+                    format!(
+                        "session {} was not written: this request could not read it, so what \
+                         it holds is not what is stored",
+                        short_id(id)
+                    ),
+                )
+            }
             Some(Seen::Destroyed) => {
                 return Out::warn(
                     false,
@@ -605,10 +626,11 @@ impl Handler {
                 self.saw(id, Self::seen_written(data, stored));
                 Out::ok(true)
             }
-            // Logged out by another request meanwhile (see `saved`).
+            // Logged out by another request meanwhile: refused quietly, as the
+            // conflicts below (see `saved`).
             Ok(Put::Revoked) => {
                 self.saw(id, Seen::Revoked);
-                Out::warn(false, revoked_message(id, "written"))
+                Out::ok(false)
             }
             Ok(Put::Busy | Put::Changed) => {
                 metrics::incr(Counter::SessionWriteConflicts);
@@ -662,6 +684,15 @@ impl Handler {
         })
     }
 
+    /// A save Redis answered with an error ran nothing, and left the lock
+    /// ours: freed now, not at close(), which a framework may never call (Laravel;
+    /// a long-lived worker's handler would keep it until its next read).
+    fn unlock_after_error(&mut self) {
+        if let Some(s) = self.session.as_mut() {
+            self.store.close_or_defer(s, false);
+        }
+    }
+
     /// What this request last did with (or saw of) session `id`.
     fn seen_of(&self, id: &str) -> Option<&Seen> {
         self.seen
@@ -694,8 +725,10 @@ impl Handler {
                 )
             }
         };
-        if matches!(result, Ok(Saved::Revoked)) {
-            self.saw(id, Seen::Revoked);
+        match result {
+            Ok(Saved::Revoked) => self.saw(id, Seen::Revoked),
+            Err(_) => self.unlock_after_error(),
+            Ok(_) => {}
         }
         self.saved(id, "updated", result)
     }

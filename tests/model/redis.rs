@@ -319,6 +319,13 @@ pub struct Scripts {
     /// 56), and a logout whose first run had handed the lock on, to a request
     /// that saved since, revoked that acknowledged save.
     pub destroy_marker: bool,
+    /// (aa) acquire.lua's busy answer reads the shared holds after its grant,
+    /// and never says -2 (a voided token). Off: it counted them before the
+    /// grant, and a newcomer whose attempt handed a shared hold to the head of
+    /// the queue (no lock key) was told its token was voided: its client gave
+    /// up without leaving the queue, and was granted a hold for nobody
+    /// (review, stop 58).
+    pub busy_after_grant: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -804,17 +811,17 @@ impl Script<'_> {
             self.leave_queue(token);
         }
         // How long until a holder's lease ends: the lock's, else the first
-        // shared one's.
+        // shared one's (not by `live`: the grant may have handed some out).
         let pttl = match self.db.lock {
             Some(l) => self.pttl(l.until),
-            None if live > 0 => self
+            None if !self.scripts.busy_after_grant && live == 0 => return Reply::Voided,
+            None => self
                 .db
                 .holders
                 .iter()
                 .map(|h| h.until)
                 .min()
                 .map_or(0, |u| u.saturating_sub(now)),
-            None => 0,
         };
         Reply::Busy { pttl }
     }

@@ -113,7 +113,7 @@ class LeaseLock extends Lock
             $this->held = null;
             return $lock->release();
         }
-        if ($this->owner === null) {
+        if (!self::isToken($this->owner)) {
             return false;
         }
         return $this->restore()->release();
@@ -137,7 +137,7 @@ class LeaseLock extends Lock
         if ($this->held !== null) {
             return $this->held->refresh($ttl);
         }
-        if ($this->owner === null) {
+        if (!self::isToken($this->owner)) {
             return false;
         }
         $lock = $this->restore();
@@ -178,6 +178,9 @@ class LeaseLock extends Lock
         if ($owner === $this->owner) {
             return $this->getCurrentOwner() === $owner;
         }
+        if (!self::isToken($owner)) {
+            return false;
+        }
         return self::holds(DistributedLock::restore($this->name, $owner, $this->lease(), $this->dsn?->getValue()));
     }
 
@@ -190,7 +193,7 @@ class LeaseLock extends Lock
         if ($this->held !== null) {
             return $this->held->isAcquired() ? $this->owner : null;
         }
-        if ($this->owner === null) {
+        if (!self::isToken($this->owner)) {
             return null;
         }
         return self::holds($this->restore()) ? $this->owner : null;
@@ -240,6 +243,18 @@ class LeaseLock extends Lock
                 $this->release();
             }
         }
+    }
+
+    /**
+     * Whether `$owner` is a token the extension hands out (owner()). Another (Laravel's own random
+     * owner, in a ShouldBeUnique job queued before the store became this one; one chosen by the
+     * caller) names no hold here: released, refreshed or asked about, it holds nothing, as with
+     * Laravel's own locks, instead of the extension's ValueError (review, stop 58: the job, run
+     * already, failed at its lock's release and ran again).
+     */
+    private static function isToken(?string $owner): bool
+    {
+        return $owner !== null && preg_match('/\A[0-9a-f]{32}\z/', $owner) === 1;
     }
 
     /** The hold of this object's owner, as a DistributedLock that releases it when destroyed. */

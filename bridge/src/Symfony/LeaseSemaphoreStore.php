@@ -124,8 +124,10 @@ final class LeaseSemaphoreStore implements PersistingStoreInterface
 
     private static function checkTtl(float $ttl): void
     {
-        if (!($ttl > 0)) {
-            throw new InvalidArgumentException(sprintf('LeaseSemaphoreStore: the ttl must be a number of seconds > 0, got %s.', var_export($ttl, true)));
+        // The extension's longest lease is 30 days: a longer one is this store's exception (caught by
+        // Semaphore's wrappers), not the extension's ValueError, an \Error they let through.
+        if (!($ttl > 0) || $ttl > 2592000.0) {
+            throw new InvalidArgumentException(sprintf('LeaseSemaphoreStore: the ttl must be a number of seconds > 0 and at most 2592000 (30 days), got %s.', var_export($ttl, true)));
         }
     }
 }

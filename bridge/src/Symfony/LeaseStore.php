@@ -34,6 +34,13 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
     /** Wrapped: dumps, traces and serialize() never show the password it may carry. */
     private ?\SensitiveParameterValue $dsn;
 
+    /**
+     * Where this store keeps a Key's token in its state: one slot per Redis, so that stores of
+     * several Redis servers in one CombinedStore each keep their own (each Redis hands out its own
+     * token). Named from the DSN without its user, password and options.
+     */
+    private string $slot;
+
     /** The longest wait DistributedLock::acquire() takes (30 days): blocking saves wait in such turns. */
     private const MAX_WAIT = 2592000.0;
 
@@ -45,9 +52,8 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
     public function __construct(#[\SensitiveParameter] ?string $dsn = null, private float $initialTtl = 300.0)
     {
         $this->dsn = $dsn === null ? null : new \SensitiveParameterValue($dsn);
-        if (!($initialTtl > 0)) {
-            throw new InvalidTtlException(sprintf('LeaseStore: the initial ttl must be a number of seconds > 0, got %s.', var_export($initialTtl, true)));
-        }
+        $this->slot = self::slotFor($dsn);
+        self::checkTtl($initialTtl, 'the initial ttl');
     }
 
     /**
@@ -83,6 +89,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
     /** Extends the lock (read or write) to `$ttl` seconds from now, if this Key still holds it. */
     public function putOffExpiration(Key $key, float $ttl): void
     {
+        self::checkTtl($ttl, 'the ttl');
         $key->reduceLifetime($ttl);
         if (!$this->extendOwn($key, $ttl)) {
             throw new LockConflictedException();
@@ -98,7 +105,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             return;
         }
         DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn?->getValue())->release();
-        $key->removeState(__CLASS__);
+        $key->removeState($this->slot);
     }
 
     /** Whether this Key holds the lock now, as a reader or a writer (one question to Redis). */
@@ -152,7 +159,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             if (!($read ? $lock->acquireRead($wait) : $lock->acquire($wait))) {
                 return false;
             }
-            $key->setState(__CLASS__, $lock->detach());
+            $key->setState($this->slot, $lock->detach());
             return true;
         }
         // The conversion is the extension's, on the Key's own token: no release and retake in between.
@@ -164,9 +171,9 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             // belongs to the Key, never to this object's destructor.
             $token = $lock->detach();
             if ($token === null) {
-                $key->removeState(__CLASS__);
+                $key->removeState($this->slot);
             } else {
-                $key->setState(__CLASS__, $token);
+                $key->setState($this->slot, $token);
             }
         }
     }
@@ -186,9 +193,53 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
         }
     }
 
+    /**
+     * The token of the hold this store keeps in `$key` (for `DistributedLock::restore()`: its fencing
+     * token, inspection), or null when it keeps none.
+     */
+    public function tokenOf(Key $key): ?string
+    {
+        return $this->token($key);
+    }
+
     private function token(Key $key): ?string
     {
-        return $key->hasState(__CLASS__) ? $key->getState(__CLASS__) : null;
+        if (!$key->hasState($this->slot) && $key->hasState(__CLASS__)) {
+            // A Key serialized by an earlier version, which kept one slot for every store.
+            $key->setState($this->slot, $key->getState(__CLASS__));
+            $key->removeState(__CLASS__);
+        }
+        return $key->hasState($this->slot) ? $key->getState($this->slot) : null;
+    }
+
+    /**
+     * A lease of `$ttl` seconds is one the extension takes (> 0, at most 30 days): else Symfony's
+     * InvalidTtlException, which Lock's wrappers catch, not the extension's ValueError (an \Error,
+     * which they let through).
+     */
+    private static function checkTtl(float $ttl, string $what): void
+    {
+        if (!($ttl > 0) || $ttl > self::MAX_WAIT) {
+            throw new InvalidTtlException(sprintf('LeaseStore: %s must be a number of seconds > 0 and at most 2592000 (30 days), got %s.', $what, var_export($ttl, true)));
+        }
+    }
+
+    /**
+     * The state slot of the store of `$dsn` (see `$slot`): its scheme, hosts, path and options,
+     * hashed, without what may be secret (user and password, credentials and TLS options), which
+     * a serialized Key must not carry even hashed.
+     */
+    private static function slotFor(#[\SensitiveParameter] ?string $dsn): string
+    {
+        if ($dsn === null || $dsn === '') {
+            return __CLASS__;
+        }
+        [$where, $query] = explode('?', $dsn, 2) + [1 => ''];
+        $where = preg_replace('#^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@#', '$1', $where);
+        $options = array_filter(explode('&', $query), static fn (string $option): bool =>
+            $option !== '' && !preg_match('/^(auth|pass(word)?|user(name)?|sentinel_[a-z]+|stream|tls|ssl|cafile|cert|key)\b/i', $option));
+        sort($options);
+        return __CLASS__ . '@' . hash('xxh128', $where . '?' . implode('&', $options));
     }
 
     /** As Symfony's expiring stores: a lock whose lifetime ran out while taking it is given back. */

@@ -151,8 +151,11 @@ else
   leave_queue(waiters, terms, token)
 end
 -- How long until a holder's lease ends: the lock's, else the first shared one's.
+-- Not by `live`: the grant above may have handed shared holds out since. Never
+-- -2 (no key): that answer means a voided token, and its caller gives up.
 local pttl = redis.call('PTTL', lock)
-if pttl == -2 and live > 0 then
-  pttl = math.max(tonumber(redis.call('ZRANGE', holders, '0', '0', 'WITHSCORES')[2]) - now, 0)
+if pttl == -2 then
+  local first = tonumber(redis.call('ZRANGE', holders, '0', '0', 'WITHSCORES')[2])
+  pttl = first and math.max(first - now, 0) or 0
 end
 return {0, pttl}
