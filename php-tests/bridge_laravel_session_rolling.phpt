@@ -15,11 +15,16 @@ $base = br_laravel_base();
 const N = 100;
 const LIFETIME = 7; // minutes
 // "old": a worker still on Laravel's redis driver; "new": redis_lease with lease_compat; "plain": without it.
+// "old-store"/"new-store": the same with session.store naming a cache store of its own; "packed": a new
+// worker whose connection has a phpredis serializer.
 $env = fn (string $worker) => ['APP_BASE' => $base, 'APP_LEASE_DSN' => $srv['dsn'], 'APP_REDIS_PORT' => $srv['port'],
     'APP_REDIS_PREFIX' => $worker === 'bare' ? '' : 'bridge_db:', 'APP_SESSION_LIFETIME' => LIFETIME,
-    'APP_SESSION_DRIVER' => $worker === 'old' ? 'redis' : 'redis_lease',
-    'APP_SESSION_COMPAT' => ['old' => 'null', 'new' => 'redis', 'plain' => 'null', 'bad' => 'nope', 'bare' => 'redis'][$worker]]
-    + ($worker === 'bare' ? ['APP_CACHE_PREFIX' => ''] : []);
+    'APP_SESSION_DRIVER' => in_array($worker, ['old', 'old-store'], true) ? 'redis' : 'redis_lease',
+    'APP_SESSION_COMPAT' => ['old' => 'null', 'new' => 'redis', 'plain' => 'null', 'bad' => 'nope', 'bare' => 'redis',
+        'old-store' => 'null', 'new-store' => 'redis', 'packed' => 'redis'][$worker]]
+    + ($worker === 'bare' ? ['APP_CACHE_PREFIX' => ''] : [])
+    + (str_ends_with($worker, '-store') ? ['APP_SESSION_STORE' => 'sessions'] : [])
+    + ($worker === 'packed' ? ['APP_REDIS_SERIALIZER' => '1'] : []);
 $req = fn (string $worker, string $path, array $query, string $sid) => br_laravel_req($env($worker), $path, $query, $sid);
 // Every key of a session: its data and, while a request holds it, its lock.
 $keysOf = fn (string $sid) => $raw->cmd('KEYS', "*$sid*");
@@ -70,6 +75,20 @@ $read = br_json($pool, $req('new', '/session/read', [], $sid), 'read after the m
 printf("info: mixed race, half the requests on old workers (no lock): %d of %d keys kept\n", count($read['keys'] ?? []), N);
 rl_same('... every request answered 200', [], br_broken($rs));
 
+// session.store names another cache store (its own prefix): both drivers keep the session there.
+$sid = br_laravel_sid();
+br_json($pool, $req('old-store', '/session/add', ['key' => 'k0'], $sid), 'old worker, session.store');
+$keys = $keysOf($sid);
+rl_ok('session.store: an old worker writes under that store\'s prefix',
+    count($keys) === 1 && str_starts_with($keys[0], 'bridge_db:bridge_sessions'), rl_fmt($keys));
+rl_same('... a new worker sees its write', 1, br_json($pool, $req('new-store', '/session/add', ['key' => 'k1'], $sid), 'new worker, session.store')['count_before'] ?? null);
+$read = br_json($pool, $req('old-store', '/session/read', [], $sid), 'old read, session.store');
+rl_same('... and the old one the new one\'s, under the one key', [2, $keys], [count($read['keys'] ?? []), $keysOf($sid)]);
+// A phpredis serializer on the connection packs what Laravel's driver stores: refused, saying so.
+$r = $pool->client()->request($req('packed', '/session/read', [], br_laravel_sid())['params'], '', 20.0);
+rl_ok('lease_compat = redis over a connection with a phpredis serializer: refused, saying so', $r->status === 500
+    && str_contains($r->body, "phpredis's serializer"), $r->describe());
+
 $r = $pool->client()->request($req('bad', '/session/read', [], br_laravel_sid())['params'], '', 20.0);
 rl_ok('lease_compat = \'nope\': refused by name', $r->status === 500 && str_contains($r->body, 'session.lease_compat'), $r->describe());
 // No prefix anywhere: the redis driver's sessions sit at bare ids, which the handler refuses to read as sessions.
@@ -94,6 +113,10 @@ ok: ... an old worker reads all 100 keys
 ok: ... one key for the session, the old driver's
 info: mixed race, half the requests on old workers (no lock): %d of 100 keys kept
 ok: ... every request answered 200
+ok: session.store: an old worker writes under that store's prefix
+ok: ... a new worker sees its write
+ok: ... and the old one the new one's, under the one key
+ok: lease_compat = redis over a connection with a phpredis serializer: refused, saying so
 ok: lease_compat = 'nope': refused by name
 ok: lease_compat = redis with no prefix anywhere: refused, saying so
 done

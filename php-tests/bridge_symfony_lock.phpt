@@ -137,6 +137,17 @@ $ha->refresh(60.0);
 $ha->release();
 rl_same('... refresh() and release() free both', [0, 0], $both());
 
+// A Key handed to a process whose store spells the same Redis's DSN another way (other timeouts, a
+// scripts turned off by a deploy while Keys wait in a queue): it finds its token and releases it.
+$held = $factory->createLock('handed', 30.0, false);
+rl_same('a lock kept past its object (autoRelease: false)', true, $held->acquire());
+$key = unserialize(serialize((fn () => $this->key)->call($held)));
+$other = new LockFactory(new LeaseStore("$dsn?timeout=3&read_timeout=4&functions=0"));
+$there = $other->createLockFromKey($key, 30.0, false);
+rl_same('... is held, seen through a DSN spelled another way', true, $there->isAcquired());
+$there->release();
+rl_same('... and released there', 0, $raw->cmd('EXISTS', rl_lock_key('handed')));
+
 // Bad input, Redis unreachable.
 rl_throws('an initial ttl of 0: InvalidTtlException', InvalidTtlException::class, fn () => new LeaseStore($dsn, 0.0));
 rl_throws('an initial ttl over 30 days: InvalidTtlException', InvalidTtlException::class, fn () => new LeaseStore($dsn, 3e6));
@@ -192,6 +203,9 @@ ok: ... held on both Redis
 ok: ... isAcquired()
 ok: ... another Lock of it: false
 ok: ... refresh() and release() free both
+ok: a lock kept past its object (autoRelease: false)
+ok: ... is held, seen through a DSN spelled another way
+ok: ... and released there
 ok: an initial ttl of 0: InvalidTtlException
 ok: an initial ttl over 30 days: InvalidTtlException
 ok: a Lock ttl over 30 days: Symfony's LockAcquiringException, not the extension's ValueError

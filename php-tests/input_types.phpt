@@ -8,8 +8,9 @@ Bad input: wrong argument types are TypeErrors (arrays, objects, null where not 
  * error, a Rust panic turned into Error, or a crash). Options with unknown
  * names or bad values must throw ValueError (TypeError is accepted for a value
  * of a non-scalar type) whose message names the option. Scalars that PHP's
- * coercive mode converts for its own string/float parameters (int or float or
- * Stringable for a string, bool for a float) must be converted the same way.
+ * coercive mode converts for its own string/float/int/bool parameters (int or
+ * float or Stringable for a string, bool for a float, a whole float or numeric
+ * string for an int, any scalar for a bool) must be converted the same way.
  * After every refused call, a normal call on the same connection works.
  */
 require __DIR__ . '/inc/redis.inc';
@@ -119,7 +120,34 @@ $coerce = [
     'bool ttl true is 1.0 s' => fn() => (new DistributedLock($key, true, $dsn)) instanceof DistributedLock,
     'int ttl 5 is 5.0 s' => fn() => (new DistributedLock($key, 5, $dsn)) instanceof DistributedLock,
     'numeric string wait "0.0" is 0.0' => fn() => [$l->acquire('0.0'), $l->release()] === [true, true],
+    // int and bool parameters too (review, stop 58: a limit from getenv() was a TypeError).
+    'numeric string limit "3" is 3' => fn() => (new DistributedSemaphore($key . '-s', '3', 5.0, $dsn))->getLimit() === 3,
+    'float limit 3.0 is 3' => fn() => (new DistributedSemaphore($key . '-s', 3.0, 5.0, $dsn))->getLimit() === 3,
+    'numeric string permits "2" is 2' => fn() => (function () use ($key, $dsn) {
+        $s = new DistributedSemaphore($key . '-s', 3, 5.0, $dsn);
+        return [$s->acquire(0.0, '2'), $s->release()] === [true, true];
+    })(),
+    'int autoRenew 1 is true' => fn() => (new DistributedLock($key, 5, $dsn, 1)) instanceof DistributedLock,
+    'string autoRenew "0" is false' => fn() => (new DistributedSemaphore($key . '-s', 2, 5.0, $dsn, '0')) instanceof DistributedSemaphore,
+    'int metrics(0) is metrics(false)' => fn() => is_array(RedisLease\metrics(0)),
 ];
+// What PHP itself refuses for an int: a fraction, a string that is no number.
+$refusedInts = [
+    'limit 2.5' => fn() => new DistributedSemaphore($key . '-s', 2.5, 5.0, $dsn),
+    'limit "three"' => fn() => new DistributedSemaphore($key . '-s', 'three', 5.0, $dsn),
+    'permits "1.5"' => fn() => (new DistributedSemaphore($key . '-s', 3, 5.0, $dsn))->acquire(0.0, '1.5'),
+];
+$fails = [];
+foreach ($refusedInts as $label => $fn) {
+    try {
+        $fn();
+        $fails[] = "$label: accepted";
+    } catch (TypeError) {
+    } catch (Throwable $e) {
+        $fails[] = "$label: " . get_class($e) . ': ' . $e->getMessage();
+    }
+}
+none_failed('coercive mode: an int that is not a whole number is a TypeError', $fails);
 foreach ($coerce as $label => $fn) {
     try {
         $r = $fn();
@@ -231,12 +259,19 @@ ok: the held lock is still held after the refused refresh() calls
 ok: ... and releases
 ok: no stray lock keys were made
 ok: synchronized(): values that are not callable are TypeErrors
+ok: coercive mode: an int that is not a whole number is a TypeError
 ok: coercive mode: int key 42 is the key "42"
 ok: coercive mode: float key 1.5 is the key "1.5"
 ok: coercive mode: Stringable key is its string
 ok: coercive mode: bool ttl true is 1.0 s
 ok: coercive mode: int ttl 5 is 5.0 s
 ok: coercive mode: numeric string wait "0.0" is 0.0
+ok: coercive mode: numeric string limit "3" is 3
+ok: coercive mode: float limit 3.0 is 3
+ok: coercive mode: numeric string permits "2" is 2
+ok: coercive mode: int autoRenew 1 is true
+ok: coercive mode: string autoRenew "0" is false
+ok: coercive mode: int metrics(0) is metrics(false)
 ok: coercive mode checks: the lock still works
 ok: RedisLockingSessionHandler: every wrong type is a TypeError
 ok: RedisLockingSessionHandler: $options that is not an array is a TypeError

@@ -37,6 +37,20 @@ rl_same('A reads it again: the saved data', 'cart|i:2;', $a->read($id));
 rl_same('... and may write it now', true, $a->write($id, 'cart|i:3;'));
 rl_same('... written', 'cart|i:3;', $data($id));
 
+// A handler that opened a session read-only, whose next read fails (data of another type): it says
+// it is not read-only any more (a worker that serves many requests keeps one handler).
+$ro = new RedisLockingSessionHandler($dsn, ['lock_wait' => 0.1, 'on_lock_timeout' => 'readonly']);
+$holder = new RedisLockingSessionHandler($dsn);
+$busy = str_repeat('f', 32);
+rl_same('another request holds a session', '', $holder->read($busy));
+rl_same('... so this one opens it read-only', ['', true], [$ro->read($busy), $ro->isReadOnly()]);
+$warnings = [];
+$bad = str_repeat('g', 32);
+$raw->cmd('RPUSH', "PHPREDIS_SESSION:$bad", 'not a session');
+rl_same('its next read fails (data of another type)', false, $ro->read($bad));
+rl_same('... and it is not read-only any more', false, $ro->isReadOnly());
+$holder->close();
+
 // 2. updateTimestamp() (lazy_write, unchanged data) of a session a logout
 // revoked: true, no warning, and the session stays logged out.
 $id = str_repeat('b', 32);
@@ -68,6 +82,10 @@ ok: ... and nothing holds its lock
 ok: A reads it again: the saved data
 ok: ... and may write it now
 ok: ... written
+ok: another request holds a session
+ok: ... so this one opens it read-only
+ok: its next read fails (data of another type)
+ok: ... and it is not read-only any more
 ok: a request reads (and locks) the session
 ok: another request logs out (destroy)
 ok: the first one's updateTimestamp(): true

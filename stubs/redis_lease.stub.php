@@ -114,6 +114,17 @@ namespace {
         public static function isLocked(string $key, #[\SensitiveParameter] ?string $dsn = null): bool {}
 
         /**
+         * Which Redis `$dsn` (null: the ini setting redis_lease.dsn) names, as text that never
+         * carries a secret and is the same for every spelling of it (timeouts, WAIT and other
+         * per-call options and credentials left out): `host:port/db`, the socket, the Sentinel
+         * service or the Cluster's seeds, and "(TLS)". Nothing is asked of Redis. For telling
+         * stores of different servers apart (the Symfony bridge keeps a Key's token per server).
+         *
+         * @throws \ValueError on a malformed DSN.
+         */
+        public static function server(#[\SensitiveParameter] ?string $dsn = null): string {}
+
+        /**
          * Releases the lock whoever holds it (an operator's or a framework's forced release), and
          * hands it to the first waiter as a release does, with a new fencing token: the holder it
          * was taken from finds it lost at its next call, and is fenced off.
@@ -467,6 +478,8 @@ namespace {
          * @return string|false The session data ("" for a new session); false when the lock could not
          *         be had (lock wait ran out, max_waiters reached) or Redis failed, with a warning; with
          *         on_lock_timeout = readonly, the first two read the data without the lock instead.
+         *         After a false, a write() or updateTimestamp() of that id in this request is refused
+         *         (false, with a warning): what the caller went on with is not what is stored.
          */
         public function read(#[\SensitiveParameter] string $id): string|false {}
 
@@ -486,13 +499,19 @@ namespace {
          * exactly that (any save by the holder, a logout among them, refuses it). Refused, it returns
          * true through PHP's session module and false when called directly, without a warning, and
          * counts as session_write_conflicts.
+         *
+         * A save whose lock a logout (another request's destroy()) revoked writes nothing, now or
+         * later in the request, under this id or a fresh one: true, without a warning (the logout's
+         * outcome; frameworks turn warnings into HTTP 500s), counted as session_revoked; inside
+         * session_regenerate_id() false, with a warning that names the logout. A save Redis answers
+         * with an error frees the lock at once (false, with a warning).
          */
         public function write(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool {}
 
         /**
          * Deletes the session's data and unlocks it. In a read-only request (on_lock_timeout =
          * readonly), for a session this request does not hold, or after this request's lease was
-         * lost (a pause past lock_ttl), it also revokes the lease of the request holding it, whose later write is then refused: a logout always takes effect. In a
+         * lost (a pause past lock_ttl), it also revokes the lease of the request holding it, whose later write then writes nothing (see write()): a logout always takes effect. In a
          * read-only request, it also notes whether the session still held what the request read,
          * for the fresh id that regenerate(true) writes next (see write()). After this request's
          * lease was lost, that fresh id is not written (another request may have saved since this

@@ -273,6 +273,15 @@ impl Endpoint {
         format!("{}{tls}", self.topology)
     }
 
+    /// Which Redis this is, as text that never carries a secret and is the
+    /// same for every spelling of one (timeouts, WAIT and other per-call
+    /// options, credentials left out): `host:port/db`, the socket, the
+    /// Sentinel service or the Cluster's seeds, and whether over TLS.
+    pub fn server(&self) -> String {
+        let tls = if self.tls.is_some() { " (TLS)" } else { "" };
+        format!("{}/{}{tls}", self.topology, self.db)
+    }
+
     /// The DSN with passwords replaced by `***`: safe for messages and phpinfo
     /// (certificate paths are shown, their contents never read here).
     pub fn redacted(&self) -> String {

@@ -40,6 +40,76 @@ impl FromZval<'_> for Float {
     }
 }
 
+/// An `int` parameter that, like PHP's internal functions in coercive mode, also
+/// takes a float with no fractional part, a bool, or a numeric string of a whole
+/// number ("3", " 3", "3.0"); review, stop 58: `new DistributedSemaphore($k,
+/// getenv('LIMIT'))` was a TypeError.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Int(pub i64);
+
+impl From<i64> for Int {
+    fn from(v: i64) -> Self {
+        Int(v)
+    }
+}
+
+impl StubLiteral for Int {
+    fn stub_literal(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+impl FromZval<'_> for Int {
+    const TYPE: DataType = DataType::Long;
+
+    fn from_zval(zval: &Zval) -> Option<Self> {
+        if let Some(v) = zval.long() {
+            return Some(Int(v));
+        }
+        if let Some(b) = zval.bool() {
+            return Some(Int(i64::from(b)));
+        }
+        let v = zval.double().or_else(|| zval.str().and_then(numeric))?;
+        // Whole and within i64 (2^63 itself is not: `as` would saturate).
+        (v.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v))
+            .then_some(Int(v as i64))
+    }
+}
+
+/// A `bool` parameter that, like PHP's internal functions in coercive mode, also
+/// takes an int, a float or a string ("", "0": false).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bool(pub bool);
+
+impl From<bool> for Bool {
+    fn from(v: bool) -> Self {
+        Bool(v)
+    }
+}
+
+impl StubLiteral for Bool {
+    fn stub_literal(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+impl FromZval<'_> for Bool {
+    const TYPE: DataType = DataType::Bool;
+
+    fn from_zval(zval: &Zval) -> Option<Self> {
+        if let Some(b) = zval.bool() {
+            return Some(Bool(b));
+        }
+        if let Some(v) = zval.long() {
+            return Some(Bool(v != 0));
+        }
+        if let Some(v) = zval.double() {
+            return Some(Bool(v != 0.0));
+        }
+        zval.str().map(|s| Bool(!s.is_empty() && s != "0"))
+    }
+}
+
 /// PHP's numeric strings: optional surrounding whitespace, a decimal number with an
 /// optional exponent. Rust's parser alone would also take "inf" and "NaN".
 fn numeric(s: &str) -> Option<f64> {

@@ -13,7 +13,7 @@ use crate::core::error::Error;
 use crate::core::inspect::{self, Found, Kind, Search, Survey};
 use crate::core::lease::{check_lock_name, check_lock_prefix, Lease, LeaseKeys};
 use crate::core::session::{check_id, session_keys};
-use crate::php::args::{Bytes, Float};
+use crate::php::args::{Bytes, Float, Int};
 use crate::php::ini;
 use crate::php::lock::MAX_KEY_LEN;
 
@@ -180,10 +180,11 @@ pub fn inspect_lease(
 pub fn list_leases(
     prefix: Option<Bytes>,
     dsn: Option<Bytes>,
-    limit: i64,
+    limit: Int,
     timeout: Float,
 ) -> PhpResult<Table> {
     const F: &str = "RedisLease\\leases";
+    let limit = limit.0;
     if !(1..=10_000).contains(&limit) {
         return Err(Error::invalid(format!(
             "{F}(): Argument #3 ($limit) must be between 1 and 10000, {limit} given"

@@ -21,7 +21,7 @@ use crate::core::lease::{
 };
 use crate::core::lock::Lock;
 use crate::core::request;
-use crate::php::args::{Bytes, Float};
+use crate::php::args::{Bool, Bytes, Float, Int};
 use crate::php::errors::{lease_exception, lock_lost_exception, lock_timeout_exception};
 use crate::php::ini;
 
@@ -306,13 +306,13 @@ impl DistributedLock {
         key: Bytes,
         ttl: Float,
         dsn: Option<Bytes>,
-        autoRenew: bool,
+        autoRenew: Bool,
     ) -> PhpResult<Self> {
         let (key, ttl, lease) = lock_parts("__construct", key, (ttl, 2), dsn)?;
         Ok(DistributedLock {
             key,
             ttl,
-            lock: RefCell::new(Lock::new(lease, ttl).with_auto_renew(autoRenew)),
+            lock: RefCell::new(Lock::new(lease, ttl).with_auto_renew(autoRenew.0)),
         })
     }
 
@@ -324,11 +324,11 @@ impl DistributedLock {
         token: Bytes,
         ttl: Float,
         dsn: Option<Bytes>,
-        autoRenew: bool,
+        autoRenew: Bool,
     ) -> PhpResult<Self> {
         let token = restored_token("DistributedLock::restore(): Argument #2", &token)?;
         let (key, ttl, lease) = lock_parts("restore", key, (ttl, 3), dsn)?;
-        let lock = Lock::restore(lease, ttl, token, autoRenew)?;
+        let lock = Lock::restore(lease, ttl, token, autoRenew.0)?;
         Ok(DistributedLock {
             key,
             ttl,
@@ -340,6 +340,16 @@ impl DistributedLock {
     pub fn is_locked(key: Bytes, dsn: Option<Bytes>) -> PhpResult<bool> {
         let (_, _, lease) = lock_parts("isLocked", key, (Float(1.0), 0), dsn)?;
         Ok(lease.held()?)
+    }
+
+    /// Which Redis `$dsn` (null: redis_lease.dsn) names, without any secret and
+    /// the same for every spelling of it (`Endpoint::server`).
+    pub fn server(dsn: Option<Bytes>) -> PhpResult<String> {
+        let dsn = match dsn {
+            Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
+            None => ini::get(ini::DSN),
+        };
+        Ok(Endpoint::parse_shared(&dsn, ini::timeouts()?)?.server())
     }
 
     /// Releases the lock whoever holds it, handing it to the first waiter (with a
@@ -501,17 +511,17 @@ impl DistributedSemaphore {
     #[php(defaults(ttl = 30.0, autoRenew = false))]
     pub fn __construct(
         key: Bytes,
-        limit: i64,
+        limit: Int,
         ttl: Float,
         dsn: Option<Bytes>,
-        autoRenew: bool,
+        autoRenew: Bool,
     ) -> PhpResult<Self> {
-        let (key, ttl, limit, lock) = semaphore_parts("__construct", key, limit, (ttl, 3), dsn)?;
+        let (key, ttl, limit, lock) = semaphore_parts("__construct", key, limit.0, (ttl, 3), dsn)?;
         Ok(DistributedSemaphore {
             key,
             ttl,
             limit,
-            lock: RefCell::new(lock.with_auto_renew(autoRenew)),
+            lock: RefCell::new(lock.with_auto_renew(autoRenew.0)),
         })
     }
 
@@ -520,15 +530,15 @@ impl DistributedSemaphore {
     #[php(defaults(ttl = 30.0, autoRenew = false))]
     pub fn restore(
         key: Bytes,
-        limit: i64,
+        limit: Int,
         token: Bytes,
         ttl: Float,
         dsn: Option<Bytes>,
-        autoRenew: bool,
+        autoRenew: Bool,
     ) -> PhpResult<Self> {
         let token = restored_token("DistributedSemaphore::restore(): Argument #3", &token)?;
-        let (key, ttl, limit, lock) = semaphore_parts("restore", key, limit, (ttl, 4), dsn)?;
-        let lock = lock.with_auto_renew(autoRenew).restored(token)?;
+        let (key, ttl, limit, lock) = semaphore_parts("restore", key, limit.0, (ttl, 4), dsn)?;
+        let lock = lock.with_auto_renew(autoRenew.0).restored(token)?;
         Ok(DistributedSemaphore {
             key,
             ttl,
@@ -551,13 +561,13 @@ impl DistributedSemaphore {
     /// the head of the queue is not overtaken by smaller ones); false when they
     /// are not all free within `$wait` seconds.
     #[php(defaults(wait = 0.0, permits = 1))]
-    pub fn acquire(&self, wait: Float, permits: i64) -> PhpResult<bool> {
+    pub fn acquire(&self, wait: Float, permits: Int) -> PhpResult<bool> {
         let wait = seconds(
             "DistributedSemaphore::acquire(): Argument #1 ($wait)",
             wait.0,
             true,
         )?;
-        let weight = self.weight("acquire", 2, permits)?;
+        let weight = self.weight("acquire", 2, permits.0)?;
         Ok(self.lock.borrow_mut().acquire_permits(wait, weight)?)
     }
 
@@ -612,10 +622,10 @@ impl DistributedSemaphore {
         &self,
         callback: ZendCallable,
         wait: Float,
-        permits: i64,
+        permits: Int,
     ) -> PhpResult<Zval> {
         let method = "DistributedSemaphore::synchronized";
-        let weight = self.weight("synchronized", 3, permits)?;
+        let weight = self.weight("synchronized", 3, permits.0)?;
         synchronized(
             &self.lock,
             self.key.clone(),

@@ -147,6 +147,7 @@ fn mark_sensitive_parameters() {
     mark::<lock::DistributedLock>(c"restore", 3);
     mark::<lock::DistributedLock>(c"forcerelease", 1);
     mark::<lock::DistributedLock>(c"islocked", 1);
+    mark::<lock::DistributedLock>(c"server", 0);
     mark::<lock::DistributedSemaphore>(c"__construct", 3);
     mark::<lock::DistributedSemaphore>(c"restore", 2);
     mark::<lock::DistributedSemaphore>(c"restore", 4);
@@ -342,8 +343,8 @@ fn snapshot_array(snapshot: &Snapshot) -> PhpResult<ZBox<ZendHashTable>> {
 #[php_function]
 #[php(name = "RedisLease\\metrics")]
 #[php(defaults(server = false))]
-pub fn metrics(server: bool) -> PhpResult<ZBox<ZendHashTable>> {
-    snapshot_array(&core_metrics::snapshot(if server {
+pub fn metrics(server: args::Bool) -> PhpResult<ZBox<ZendHashTable>> {
+    snapshot_array(&core_metrics::snapshot(if server.0 {
         Scope::Server
     } else {
         Scope::Process

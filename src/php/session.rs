@@ -421,6 +421,9 @@ impl Handler {
             Err(e) => {
                 warning = Some(format!("{} failed: {e}", self.caller("read")));
                 self.saw(id, Seen::Unread);
+                // Nothing was opened: not the previous request's answer (a worker
+                // that serves many requests keeps one handler).
+                self.readonly = false;
                 None
             }
         };

@@ -26,20 +26,22 @@ use RedisLockingSessionHandler;
 class RedisLeaseServiceProvider extends ServiceProvider
 {
     /**
-     * The key prefix of Laravel's `redis` session driver, as it makes it: the `redis` cache store's
-     * prefix (or session.prefix) after its connection's (session.connection) client prefix.
-     * Public for the driver's closure, which Laravel 13 binds to the SessionManager.
+     * The key prefix of Laravel's `redis` session driver, as it makes it: its cache store's
+     * (session.store, else `redis`) prefix, or session.prefix where the driver takes it (Laravel 13),
+     * after its connection's (session.connection) client prefix. Public for the driver's closure,
+     * which Laravel 13 binds to the SessionManager.
      *
      * @internal
      */
     public static function redisDriverPrefix($app): string
     {
         $config = $app['config'];
-        $store = clone $app['cache']->store('redis')->getStore();
+        $name = $config->get('session.store') ?: 'redis';
+        $store = clone $app['cache']->store($name)->getStore();
         if (!$store instanceof RedisStore) {
-            throw new InvalidArgumentException("session.lease_compat 'redis': the cache store 'redis' is not a Redis store");
+            throw new InvalidArgumentException("session.lease_compat 'redis': the cache store '$name' is not a Redis store");
         }
-        if ($prefix = $config->get('session.prefix')) {
+        if (self::driverTakesSessionPrefix() && ($prefix = $config->get('session.prefix'))) {
             $store->setPrefix($prefix);
         }
         $store->setConnection($config->get('session.connection'));
@@ -47,6 +49,17 @@ class RedisLeaseServiceProvider extends ServiceProvider
         if (!$client instanceof \Redis) {
             throw new InvalidArgumentException("session.lease_compat 'redis' reads the key prefix from a phpredis "
                 . "connection; with another client, set session.redis_lease.prefix to the driver's key prefix");
+        }
+        // phpredis packs what Laravel serialize()d once more (its serializer, its compression): the
+        // sessions would be read as bytes no side could decode, and written back unreadable to the other.
+        $packed = array_filter([
+            'serializer' => $client->getOption(\Redis::OPT_SERIALIZER) !== \Redis::SERIALIZER_NONE,
+            'compression' => defined('Redis::OPT_COMPRESSION') && $client->getOption(\Redis::OPT_COMPRESSION) !== \Redis::COMPRESSION_NONE,
+        ]);
+        if ($packed) {
+            throw new InvalidArgumentException("session.lease_compat 'redis': the session connection packs values with "
+                . "phpredis's " . implode(' and ', array_keys($packed)) . ", which Laravel's driver stores its sessions "
+                . 'through and this driver cannot read; share sessions over a connection without them');
         }
         $prefix = (string) $client->getOption(\Redis::OPT_PREFIX) . $store->getPrefix();
         if ($prefix === '') {
@@ -57,6 +70,18 @@ class RedisLeaseServiceProvider extends ServiceProvider
                 . 'give it a prefix (its sessions then start anew), or set session.redis_lease.prefix');
         }
         return $prefix;
+    }
+
+    /**
+     * Whether Laravel's own `redis` session driver applies session.prefix (Laravel 13's, since its
+     * pull request #60700): where it does not, its sessions are not under it either.
+     */
+    private static function driverTakesSessionPrefix(): bool
+    {
+        $driver = new \ReflectionMethod(SessionManager::class, 'createRedisDriver');
+        $lines = @file((string) $driver->getFileName()) ?: [];
+        $body = array_slice($lines, $driver->getStartLine() - 1, $driver->getEndLine() - $driver->getStartLine() + 1);
+        return str_contains(implode('', $body), "'session.prefix'");
     }
 
     public function register()

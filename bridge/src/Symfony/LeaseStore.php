@@ -37,9 +37,9 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
     /**
      * Where this store keeps a Key's token in its state: one slot per Redis, so that stores of
      * several Redis servers in one CombinedStore each keep their own (each Redis hands out its own
-     * token). Named from the DSN without its user, password and options.
+     * token). Named after the Redis, never with a secret (see slot()).
      */
-    private string $slot;
+    private ?string $slot = null;
 
     /** The longest wait DistributedLock::acquire() takes (30 days): blocking saves wait in such turns. */
     private const MAX_WAIT = 2592000.0;
@@ -52,7 +52,6 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
     public function __construct(#[\SensitiveParameter] ?string $dsn = null, private float $initialTtl = 300.0)
     {
         $this->dsn = $dsn === null ? null : new \SensitiveParameterValue($dsn);
-        $this->slot = self::slotFor($dsn);
         self::checkTtl($initialTtl, 'the initial ttl');
     }
 
@@ -105,7 +104,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             return;
         }
         DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn?->getValue())->release();
-        $key->removeState($this->slot);
+        $key->removeState($this->slot());
     }
 
     /** Whether this Key holds the lock now, as a reader or a writer (one question to Redis). */
@@ -159,7 +158,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             if (!($read ? $lock->acquireRead($wait) : $lock->acquire($wait))) {
                 return false;
             }
-            $key->setState($this->slot, $lock->detach());
+            $key->setState($this->slot(), $lock->detach());
             return true;
         }
         // The conversion is the extension's, on the Key's own token: no release and retake in between.
@@ -171,9 +170,9 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             // belongs to the Key, never to this object's destructor.
             $token = $lock->detach();
             if ($token === null) {
-                $key->removeState($this->slot);
+                $key->removeState($this->slot());
             } else {
-                $key->setState($this->slot, $token);
+                $key->setState($this->slot(), $token);
             }
         }
     }
@@ -204,12 +203,13 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
 
     private function token(Key $key): ?string
     {
-        if (!$key->hasState($this->slot) && $key->hasState(__CLASS__)) {
+        $slot = $this->slot();
+        if (!$key->hasState($slot) && $key->hasState(__CLASS__)) {
             // A Key serialized by an earlier version, which kept one slot for every store.
-            $key->setState($this->slot, $key->getState(__CLASS__));
+            $key->setState($slot, $key->getState(__CLASS__));
             $key->removeState(__CLASS__);
         }
-        return $key->hasState($this->slot) ? $key->getState($this->slot) : null;
+        return $key->hasState($slot) ? $key->getState($slot) : null;
     }
 
     /**
@@ -225,21 +225,13 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
     }
 
     /**
-     * The state slot of the store of `$dsn` (see `$slot`): its scheme, hosts, path and options,
-     * hashed, without what may be secret (user and password, credentials and TLS options), which
-     * a serialized Key must not carry even hashed.
+     * The state slot of this store (see `$slot`): named after the Redis its DSN names, as the
+     * extension tells it (`DistributedLock::server()`: the same for every spelling of one Redis,
+     * never a secret), so that a Key serialized in one process finds its token in another.
      */
-    private static function slotFor(#[\SensitiveParameter] ?string $dsn): string
+    private function slot(): string
     {
-        if ($dsn === null || $dsn === '') {
-            return __CLASS__;
-        }
-        [$where, $query] = explode('?', $dsn, 2) + [1 => ''];
-        $where = preg_replace('#^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@#', '$1', $where);
-        $options = array_filter(explode('&', $query), static fn (string $option): bool =>
-            $option !== '' && !preg_match('/^(auth|pass(word)?|user(name)?|sentinel_[a-z]+|stream|tls|ssl|cafile|cert|key)\b/i', $option));
-        sort($options);
-        return __CLASS__ . '@' . hash('xxh128', $where . '?' . implode('&', $options));
+        return $this->slot ??= __CLASS__ . '@' . DistributedLock::server($this->dsn?->getValue());
     }
 
     /** As Symfony's expiring stores: a lock whose lifetime ran out while taking it is given back. */

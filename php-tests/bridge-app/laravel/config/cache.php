@@ -12,6 +12,8 @@ return [
         ],
         // Laravel's own, through phpredis.
         'redis' => ['driver' => 'redis', 'connection' => 'default'],
+        // A store of its own for sessions (session.store), under its own prefix.
+        'sessions' => ['driver' => 'redis', 'connection' => 'default', 'prefix' => 'bridge_sessions'],
     ],
     'prefix' => env('APP_CACHE_PREFIX', 'bridge_test'),
 ];

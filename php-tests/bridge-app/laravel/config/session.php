@@ -7,7 +7,7 @@ return [
     'encrypt' => false,
     'files' => env('APP_BASE') . '/storage/sessions',
     'connection' => 'default',
-    'store' => null,
+    'store' => env('APP_SESSION_STORE'),
     // No garbage collection during the races.
     'lottery' => [0, 100],
     'cookie' => 'laravel_session',
