@@ -148,6 +148,20 @@ rl_same('... is held, seen through a DSN spelled another way', true, $there->isA
 $there->release();
 rl_same('... and released there', 0, $raw->cmd('EXISTS', rl_lock_key('handed')));
 
+// A rolling deploy: a Key of this version keeps its token where the bridge before it looked too, and a
+// Key of that version (its token in the slot every store shared) is released by this one.
+$held = $factory->createLock('rolling', 30.0, false);
+$held->acquire();
+$key = (fn () => $this->key)->call($held);
+rl_same('the token is kept where the earlier bridge reads it too', $store->tokenOf($key), $key->getState(LeaseStore::class));
+$held->release();
+$old = new DistributedLock('rolling-old', 30.0, $dsn);
+$old->acquire();
+$oldKey = new Key('rolling-old');
+$oldKey->setState(LeaseStore::class, $old->detach());
+$factory->createLockFromKey($oldKey, 30.0, false)->release();
+rl_same("a Key of the earlier bridge is released by this one", 0, $raw->cmd('EXISTS', rl_lock_key('rolling-old')));
+
 // Bad input, Redis unreachable.
 rl_throws('an initial ttl of 0: InvalidTtlException', InvalidTtlException::class, fn () => new LeaseStore($dsn, 0.0));
 rl_throws('an initial ttl over 30 days: InvalidTtlException', InvalidTtlException::class, fn () => new LeaseStore($dsn, 3e6));
@@ -206,6 +220,8 @@ ok: ... refresh() and release() free both
 ok: a lock kept past its object (autoRelease: false)
 ok: ... is held, seen through a DSN spelled another way
 ok: ... and released there
+ok: the token is kept where the earlier bridge reads it too
+ok: a Key of the earlier bridge is released by this one
 ok: an initial ttl of 0: InvalidTtlException
 ok: an initial ttl over 30 days: InvalidTtlException
 ok: a Lock ttl over 30 days: Symfony's LockAcquiringException, not the extension's ValueError

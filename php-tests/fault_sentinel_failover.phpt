@@ -116,8 +116,11 @@ function classify(array $r): array
         }
         // The locks here have no wait_replicas: a grant the old master took in the failover's window
         // is not on the new master, and release() says so (false: the hold was lost), as the docs
-        // give it. Not an error; counted as a failure (the warm-up and the recovery allow none).
-        if ($j['acquired'] === true && $j['released'] === false && $j['exception'] === null) {
+        // give it. Not an error, so counted as a failure (the warm-up allows none; the recovery
+        // needs 100 successes in a row after it), but only with its fenced write accepted: a
+        // refused fencing token stays a bad outcome.
+        if ($j['acquired'] === true && $j['released'] === false && $j['exception'] === null
+            && $j['fence'] !== null && $j['stored'] === 1) {
             return ['failed', $took];
         }
         return ['bad', 'lock request: ' . json_encode($j)];

@@ -131,7 +131,7 @@ $coerce = [
     'string autoRenew "0" is false' => fn() => (new DistributedSemaphore($key . '-s', 2, 5.0, $dsn, '0')) instanceof DistributedSemaphore,
     'int metrics(0) is metrics(false)' => fn() => is_array(RedisLease\metrics(0)),
 ];
-// What PHP itself refuses for an int: a fraction, a string that is no number.
+// Refused as an int: a string that is no number (as PHP does), a fraction (PHP truncates it with a deprecation).
 $refusedInts = [
     'limit 2.5' => fn() => new DistributedSemaphore($key . '-s', 2.5, 5.0, $dsn),
     'limit "three"' => fn() => new DistributedSemaphore($key . '-s', 'three', 5.0, $dsn),

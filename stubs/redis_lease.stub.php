@@ -116,8 +116,9 @@ namespace {
         /**
          * Which Redis `$dsn` (null: the ini setting redis_lease.dsn) names, as text that never
          * carries a secret and is the same for every spelling of it (timeouts, WAIT and other
-         * per-call options and credentials left out): `host:port/db`, the socket, the Sentinel
-         * service or the Cluster's seeds, and "(TLS)". Nothing is asked of Redis. For telling
+         * per-call options and credentials left out, hosts in lower case and sorted):
+         * `host:port/db`, `unix:/path/db`, `sentinel:service@host:port,.../db` or
+         * `cluster:host:port,.../db`, with " tls" over TLS. Nothing is asked of Redis. For telling
          * stores of different servers apart (the Symfony bridge keeps a Key's token per server).
          *
          * @throws \ValueError on a malformed DSN.

@@ -278,8 +278,26 @@ impl Endpoint {
     /// options, credentials left out): `host:port/db`, the socket, the
     /// Sentinel service or the Cluster's seeds, and whether over TLS.
     pub fn server(&self) -> String {
-        let tls = if self.tls.is_some() { " (TLS)" } else { "" };
-        format!("{}/{}{tls}", self.topology, self.db)
+        // A format of its own (not the messages' wording, which may change), hosts
+        // in lower case, and a service's sentinels or a Cluster's seeds sorted,
+        // once each: any of them names the same Redis.
+        let hosts = |addrs: &[Addr]| {
+            let mut names: Vec<String> =
+                addrs.iter().map(|a| a.to_string().to_lowercase()).collect();
+            names.sort();
+            names.dedup();
+            names.join(",")
+        };
+        let place = match &self.topology {
+            Topology::Node(Addr::Unix(path)) => format!("unix:{}", path.display()),
+            Topology::Node(addr) => addr.to_string().to_lowercase(),
+            Topology::Sentinel { sentinels, service } => {
+                format!("sentinel:{service}@{}", hosts(sentinels))
+            }
+            Topology::Cluster { seeds } => format!("cluster:{}", hosts(seeds)),
+        };
+        let tls = if self.tls.is_some() { " tls" } else { "" };
+        format!("{place}/{}{tls}", self.db)
     }
 
     /// The DSN with passwords replaced by `***`: safe for messages and phpinfo
@@ -910,6 +928,42 @@ mod tests {
 
     fn node(host: &str, port: u16) -> Topology {
         Topology::Node(tcp(host, port))
+    }
+
+    /// `server()`: one answer for every spelling of one Redis, another for
+    /// another, never a secret.
+    #[test]
+    fn a_server_is_named_the_same_whatever_the_spelling() {
+        let server = |dsn: &str| parse(dsn).unwrap().server();
+        let one = server("redis://Cache.Example:6379/2");
+        for same in [
+            "redis://:Secret@cache.example:6379/2?timeout=1&read_timeout=3",
+            "redis://app:Secret@cache.example/2?wait_replicas=1&functions=0",
+            "tcp://cache.example:6379?database=2&auth=Secret&prefix=S:",
+        ] {
+            assert_eq!(server(same), one, "{same}");
+        }
+        assert!(!one.contains("Secret"), "{one}");
+        let sentinels = server("redis-sentinel://:Secret@s1:26379,S2:26379/svc");
+        assert_eq!(
+            server("redis-sentinel://s2:26379,s1:26379,s1:26379/svc"),
+            sentinels
+        );
+        assert!(!sentinels.contains("Secret"), "{sentinels}");
+        let seeds = server("redis-cluster://n2:7000,n1:7000");
+        assert_eq!(server("redis-cluster://n1:7000,n2:7000"), seeds);
+        let others = [
+            server("redis://cache.example:6379/3"),
+            server("redis://cache.example:6380/2"),
+            server("rediss://cache.example:6379/2"),
+            server("redis-sentinel://s1:26379,s2:26379/other"),
+            sentinels,
+            seeds,
+        ];
+        let mut all: Vec<&String> = others.iter().chain([&one]).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 7, "{all:?}");
     }
 
     #[test]

@@ -42,7 +42,8 @@ impl FromZval<'_> for Float {
 
 /// An `int` parameter that, like PHP's internal functions in coercive mode, also
 /// takes a float with no fractional part, a bool, or a numeric string of a whole
-/// number ("3", " 3", "3.0"); review, stop 58: `new DistributedSemaphore($k,
+/// number ("3", " 3", "3.0"); a fraction, which PHP truncates with a deprecation,
+/// is a TypeError here. Review, stop 58: `new DistributedSemaphore($k,
 /// getenv('LIMIT'))` was a TypeError.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Int(pub i64);
@@ -69,7 +70,16 @@ impl FromZval<'_> for Int {
         if let Some(b) = zval.bool() {
             return Some(Int(i64::from(b)));
         }
-        let v = zval.double().or_else(|| zval.str().and_then(numeric))?;
+        // A whole number's digits exactly (an f64 would round past 2^53).
+        let text = zval.str();
+        if let Some(v) = text.and_then(|t| {
+            t.trim_matches(|c| " \t\n\r\x0b\x0c".contains(c))
+                .parse()
+                .ok()
+        }) {
+            return Some(Int(v));
+        }
+        let v = zval.double().or_else(|| text.and_then(numeric))?;
         // Whole and within i64 (2^63 itself is not: `as` would saturate).
         (v.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&v))
             .then_some(Int(v as i64))

@@ -78,10 +78,17 @@ class RedisLeaseServiceProvider extends ServiceProvider
      */
     private static function driverTakesSessionPrefix(): bool
     {
-        $driver = new \ReflectionMethod(SessionManager::class, 'createRedisDriver');
-        $lines = @file((string) $driver->getFileName()) ?: [];
-        $body = array_slice($lines, $driver->getStartLine() - 1, $driver->getEndLine() - $driver->getStartLine() + 1);
-        return str_contains(implode('', $body), "'session.prefix'");
+        static $takes = null;
+        if ($takes === null) {
+            $driver = new \ReflectionMethod(SessionManager::class, 'createRedisDriver');
+            $lines = @file((string) $driver->getFileName());
+            // Sources not shipped (an opcache-only deploy): by version, 13 and later.
+            $takes = $lines === false
+                ? version_compare(\Illuminate\Foundation\Application::VERSION, '13.0', '>=')
+                : str_contains(implode('', array_slice($lines, $driver->getStartLine() - 1,
+                    $driver->getEndLine() - $driver->getStartLine() + 1)), "'session.prefix'");
+        }
+        return $takes;
     }
 
     public function register()

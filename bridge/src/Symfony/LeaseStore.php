@@ -104,7 +104,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             return;
         }
         DistributedLock::restore((string) $key, $token, $this->initialTtl, $this->dsn?->getValue())->release();
-        $key->removeState($this->slot());
+        $this->keep($key, null);
     }
 
     /** Whether this Key holds the lock now, as a reader or a writer (one question to Redis). */
@@ -158,7 +158,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
             if (!($read ? $lock->acquireRead($wait) : $lock->acquire($wait))) {
                 return false;
             }
-            $key->setState($this->slot(), $lock->detach());
+            $this->keep($key, $lock->detach());
             return true;
         }
         // The conversion is the extension's, on the Key's own token: no release and retake in between.
@@ -168,12 +168,7 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
         } finally {
             // Whatever came of it, the hold (the Key's own, a fresh one after a lost one, or none)
             // belongs to the Key, never to this object's destructor.
-            $token = $lock->detach();
-            if ($token === null) {
-                $key->removeState($this->slot());
-            } else {
-                $key->setState($this->slot(), $token);
-            }
+            $this->keep($key, $lock->detach());
         }
     }
 
@@ -201,15 +196,41 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
         return $this->token($key);
     }
 
+    /**
+     * This store's token in `$key`: its own slot's, else the slot every store shared before (a Key
+     * serialized by an earlier version). Another store's token found there names nothing on this
+     * Redis (tokens are random): restored here, it holds nothing, and a claim takes a fresh hold.
+     */
     private function token(Key $key): ?string
     {
-        $slot = $this->slot();
-        if (!$key->hasState($slot) && $key->hasState(__CLASS__)) {
-            // A Key serialized by an earlier version, which kept one slot for every store.
-            $key->setState($slot, $key->getState(__CLASS__));
-            $key->removeState(__CLASS__);
+        foreach (array_unique([$this->slot(), __CLASS__]) as $slot) {
+            if ($key->hasState($slot)) {
+                return $key->getState($slot);
+            }
         }
-        return $key->hasState($slot) ? $key->getState($slot) : null;
+        return null;
+    }
+
+    /**
+     * Keeps `$token` (null: none) in `$key`: in this store's slot, and in the shared one, which an
+     * earlier version of this bridge reads (a rolling deploy: a Key handed to an old worker still
+     * finds its token there; with several stores it holds the last one's, and only old workers read
+     * it).
+     */
+    private function keep(Key $key, #[\SensitiveParameter] ?string $token): void
+    {
+        $slots = array_unique([$this->slot(), __CLASS__]);
+        if ($token === null) {
+            $own = $key->hasState($slots[0]) ? $key->getState($slots[0]) : null;
+            $key->removeState($slots[0]);
+            if ($own === null || ($key->hasState(__CLASS__) && $key->getState(__CLASS__) === $own)) {
+                $key->removeState(__CLASS__);
+            }
+            return;
+        }
+        foreach ($slots as $slot) {
+            $key->setState($slot, $token);
+        }
     }
 
     /**
@@ -231,7 +252,10 @@ final class LeaseStore implements BlockingStoreInterface, BlockingSharedLockStor
      */
     private function slot(): string
     {
-        return $this->slot ??= __CLASS__ . '@' . DistributedLock::server($this->dsn?->getValue());
+        // An extension without server() (older than this bridge): the shared slot alone, as before.
+        return $this->slot ??= method_exists(DistributedLock::class, 'server')
+            ? __CLASS__ . '@' . DistributedLock::server($this->dsn?->getValue())
+            : __CLASS__;
     }
 
     /** As Symfony's expiring stores: a lock whose lifetime ran out while taking it is given back. */
