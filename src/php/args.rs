@@ -72,11 +72,7 @@ impl FromZval<'_> for Int {
         }
         // A whole number's digits exactly (an f64 would round past 2^53).
         let text = zval.str();
-        if let Some(v) = text.and_then(|t| {
-            t.trim_matches(|c| " \t\n\r\x0b\x0c".contains(c))
-                .parse()
-                .ok()
-        }) {
+        if let Some(v) = text.and_then(|t| php_trim(t).parse().ok()) {
             return Some(Int(v));
         }
         let v = zval.double().or_else(|| text.and_then(numeric))?;
@@ -120,10 +116,15 @@ impl FromZval<'_> for Bool {
     }
 }
 
+/// `s` without the whitespace PHP allows around a numeric string.
+fn php_trim(s: &str) -> &str {
+    s.trim_matches(|c| " \t\n\r\x0b\x0c".contains(c))
+}
+
 /// PHP's numeric strings: optional surrounding whitespace, a decimal number with an
 /// optional exponent. Rust's parser alone would also take "inf" and "NaN".
 fn numeric(s: &str) -> Option<f64> {
-    let t = s.trim_matches(|c| " \t\n\r\x0b\x0c".contains(c));
+    let t = php_trim(s);
     let ok = !t.is_empty()
         && t.bytes()
             .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))

@@ -149,15 +149,20 @@ fn parts(
         ttl.0,
         false,
     )?;
-    let dsn = match dsn {
-        Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
-        None => ini::get(ini::DSN),
-    };
-    let endpoint = Endpoint::parse_shared(&dsn, ini::timeouts()?)?;
+    let endpoint = endpoint(dsn)?;
     let keys = ini::with(ini::LOCK_PREFIX, |prefix| {
         check_lock_prefix(prefix.as_bytes()).map(|()| keys(prefix.as_bytes(), &key))
     })?;
     Ok((key, ttl, Lease::new(endpoint, keys)))
+}
+
+/// The endpoint `dsn` names (null: the ini setting redis_lease.dsn).
+fn endpoint(dsn: Option<Bytes>) -> Result<std::sync::Arc<Endpoint>, Error> {
+    let dsn = match dsn {
+        Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
+        None => ini::get(ini::DSN),
+    };
+    Endpoint::parse_shared(&dsn, ini::timeouts()?)
 }
 
 fn lost(key: &[u8], what: &str) -> PhpException {
@@ -345,11 +350,7 @@ impl DistributedLock {
     /// Which Redis `$dsn` (null: redis_lease.dsn) names, without any secret and
     /// the same for every spelling of it (`Endpoint::server`).
     pub fn server(dsn: Option<Bytes>) -> PhpResult<String> {
-        let dsn = match dsn {
-            Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
-            None => ini::get(ini::DSN),
-        };
-        Ok(Endpoint::parse_shared(&dsn, ini::timeouts()?)?.server())
+        Ok(endpoint(dsn)?.server())
     }
 
     /// Releases the lock whoever holds it, handing it to the first waiter (with a
