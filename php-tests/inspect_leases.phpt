@@ -116,6 +116,21 @@ rl_same('the session: its key with the id cut to 6 characters', '{PHPREDIS_SESSI
 rl_same('the session: one holder, one waiter', [['write'], ['write']], [array_column($i['holders'], 'mode'), array_column($i['waiters'], 'mode')]);
 rl_same('the session: its data size', 100, $i['session']['size']);
 leak_free('inspect() of a session', $i, $secrets);
+// A session under the DSN's prefix=, where its store keeps it (before, inspect() and leases() looked
+// under the ini setting alone, and showed it free).
+$psid = 'sessdsnp' . bin2hex(random_bytes(8));
+$secrets[] = $psid;
+$pdsn = "$dsn?prefix=APPSESS:";
+$ph = new RedisLockingSessionHandler($pdsn);
+$ph->open('', 'PHPSESSID');
+$ph->read($psid);
+$pkey = '{APPSESS:' . substr($psid, 0, 6) . '…}:lock';
+$i = RedisLease\inspect($psid, 'session', $pdsn);
+rl_same("a session under the DSN's prefix=: held, as its store keeps it", [$pkey, ['write']], [$i['key'], array_column($i['holders'], 'mode')]);
+$pfound = RedisLease\leases(null, $pdsn);
+rl_ok('... listed by leases() with that DSN', in_array($pkey, array_column($pfound['leases'], 'key'), true), rl_fmt(array_column($pfound['leases'], 'key')));
+rl_same('... found counts what it lists', count($pfound['leases']), $pfound['found']);
+$ph->close();
 
 // --- leases(): everything live, the contended key first ---
 $all = RedisLease\leases(null, $dsn);
@@ -213,6 +228,16 @@ $ex = rl_throws('leases() as a user without SCAN', RedisLease\ConnectionExceptio
     fn() => RedisLease\leases(null, "redis://noscan:n0scan-pw@127.0.0.1:{$srv['port']}"));
 rl_ok('... says SCAN failed, without the password', $ex !== null && str_contains($ex->getMessage(), 'SCAN failed') && !str_contains($ex->getMessage(), 'n0scan-pw'), $ex?->getMessage() ?? '');
 rl_same('inspect() still works for that user', 'lock', RedisLease\inspect($k, 'lock', "redis://noscan:n0scan-pw@127.0.0.1:{$srv['port']}")['kind']);
+// A user refused the scripts: every survey is refused. Before, a refusal was taken for a key that only
+// looks like a lease: an empty answer that said it was complete, and top exited 0.
+$raw->cmd('ACL', 'SETUSER', 'noscript', 'on', '>n0script-pw', '~*', '+@all', '-@scripting');
+$nsd = "redis://noscript:n0script-pw@127.0.0.1:{$srv['port']}";
+$p = RedisLease\leases(null, $nsd);
+rl_ok('leases() as a user refused the scripts: partial, saying why', $p['partial'] && $p['leases'] === [] && str_contains(implode(' ', $p['why_partial']), 'NOPERM'), rl_fmt($p['why_partial']));
+$out = (string) shell_exec("$cli --dsn=" . escapeshellarg($nsd) . ' top --count=1 2>&1; echo "exit $?"');
+rl_ok('redis-lease top --count=1 whose view is partial exits 1', str_contains($out, 'PARTIAL') && str_contains($out, 'exit 1') && !str_contains($out, 'n0script-pw'), $out);
+$few = RedisLease\leases(null, $dsn, 2);
+rl_ok('leases() limited: found counts them all', count($few['leases']) === 2 && $few['found'] > 2, rl_fmt([count($few['leases']), $few['found']]));
 $raw->cmd('DEBUG', 'POPULATE', 500000, 'lock:many');
 $t0 = microtime(true);
 $part = RedisLease\leases(null, $dsn, 10, 0.001);
@@ -258,6 +283,9 @@ ok: the session: its key with the id cut to 6 characters
 ok: the session: one holder, one waiter
 ok: the session: its data size
 ok: inspect() of a session: no whole token, session id or password in it
+ok: a session under the DSN's prefix=: held, as its store keeps it
+ok: ... listed by leases() with that DSN
+ok: ... found counts what it lists
 ok: leases(): complete
 ok: leases(): the key with two waiters first
 ok: leases(): finds lock:{%s}
@@ -296,6 +324,9 @@ ok: inspect() and leases() write nothing
 ok: leases() as a user without SCAN
 ok: ... says SCAN failed, without the password
 ok: inspect() still works for that user
+ok: leases() as a user refused the scripts: partial, saying why
+ok: redis-lease top --count=1 whose view is partial exits 1
+ok: leases() limited: found counts them all
 ok: leases() with too little time: a partial answer that says why
 ok: ... within its time (and a round trip)
 ok: leases() with time: every key scanned, and complete

@@ -115,6 +115,31 @@ foreach (ST_FORMS as $form) {
     run($form, $dsn, ['compression' => 'none'], $sid, '$_SESSION["blob"] = ' . var_export($blob, true) . ';',
         ['redis.session.compression' => 'lz4']);
     rl_same("$form: redis_lease.session.compression = none wins over it", $plain, $raw->cmd('GET', st_data_key($sid)));
+    // ... read as phpredis reads it: a name by its first letters, a level by its
+    // digits (before, a php.ini phpredis took failed every session start).
+    $sid = st_sid();
+    $j = run($form, $dsn, [], $sid, '$_SESSION["blob"] = ' . var_export($blob, true) . ';',
+        ['redis.session.compression' => 'zstd19', 'redis.session.compression_level' => 'high']);
+    rl_same("$form: redis.session.compression = zstd19, level high, as phpredis reads them: zstd", [true, "\x28\xb5\x2f\xfd"],
+        [$j['write_closed'] ?? null, substr((string) $raw->cmd('GET', st_data_key($sid)), 0, 4)]);
+
+    // Pools set otherwise share sessions during a change: each reads what
+    // another wrote, one set to none too (before, it handed the compressed
+    // bytes to PHP, which failed to decode them and destroyed the session).
+    foreach (['lzf', 'lz4', 'zstd'] as $wrote) {
+        foreach (['none', 'lzf', 'lz4', 'zstd'] as $reads) {
+            if ($reads === $wrote) {
+                continue;
+            }
+            $sid = st_sid();
+            run($form, $dsn, ['compression' => $wrote], $sid, '$_SESSION["blob"] = ' . var_export($blob, true) . ';');
+            $j = run($form, $dsn, ['compression' => $reads], $sid, '$_SESSION["n"] = 1;');
+            $j2 = run($form, $dsn, ['compression' => $wrote], $sid, '');
+            rl_same("$form: $wrote written, read by a pool set to $reads, its write read back by the first",
+                [$blob, [], ['blob' => $blob, 'n' => 1]],
+                [$j['data']['blob'] ?? null, $j['warnings'] ?? null, $j2['data'] ?? null]);
+        }
+    }
 }
 
 // Bad settings.
@@ -170,6 +195,16 @@ ok: class/zstd: a frame claiming 1 GiB is refused, saying so
 ok: class/zstd: ... unread and unchanged
 ok: class: redis.session.compression = lz4 (phpredis's setting) compresses
 ok: class: redis_lease.session.compression = none wins over it
+ok: class: redis.session.compression = zstd19, level high, as phpredis reads them: zstd
+ok: class: lzf written, read by a pool set to none, its write read back by the first
+ok: class: lzf written, read by a pool set to lz4, its write read back by the first
+ok: class: lzf written, read by a pool set to zstd, its write read back by the first
+ok: class: lz4 written, read by a pool set to none, its write read back by the first
+ok: class: lz4 written, read by a pool set to lzf, its write read back by the first
+ok: class: lz4 written, read by a pool set to zstd, its write read back by the first
+ok: class: zstd written, read by a pool set to none, its write read back by the first
+ok: class: zstd written, read by a pool set to lzf, its write read back by the first
+ok: class: zstd written, read by a pool set to lz4, its write read back by the first
 ok: native/lzf: written
 ok: native/lzf: stored compressed (117 of 4010 bytes)
 ok: native/lzf: in phpredis's format
@@ -215,6 +250,16 @@ ok: native/zstd: a frame claiming 1 GiB is refused, saying so
 ok: native/zstd: ... unread and unchanged
 ok: native: redis.session.compression = lz4 (phpredis's setting) compresses
 ok: native: redis_lease.session.compression = none wins over it
+ok: native: redis.session.compression = zstd19, level high, as phpredis reads them: zstd
+ok: native: lzf written, read by a pool set to none, its write read back by the first
+ok: native: lzf written, read by a pool set to lz4, its write read back by the first
+ok: native: lzf written, read by a pool set to zstd, its write read back by the first
+ok: native: lz4 written, read by a pool set to none, its write read back by the first
+ok: native: lz4 written, read by a pool set to lzf, its write read back by the first
+ok: native: lz4 written, read by a pool set to zstd, its write read back by the first
+ok: native: zstd written, read by a pool set to none, its write read back by the first
+ok: native: zstd written, read by a pool set to lzf, its write read back by the first
+ok: native: zstd written, read by a pool set to lz4, its write read back by the first
 ok: class form: compression "gzip" is a ValueError
 ok: class form: compression_level "high" is a ValueError
 done

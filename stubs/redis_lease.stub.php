@@ -621,7 +621,8 @@ namespace RedisLease {
      * @param string $key the name given to DistributedLock or DistributedSemaphore, or a session id
      * @param string $kind 'lock' (also a read/write lock), 'semaphore' or 'session'
      * @param string|null $dsn null: redis_lease.dsn
-     * @param string|null $prefix null: redis_lease.lock_prefix, or redis_lease.session.prefix
+     * @param string|null $prefix null: redis_lease.lock_prefix; for a session, the DSN's prefix= (a phpredis
+     *        Cluster save_path's default), else redis_lease.session.prefix
      * @throws \ValueError for a bad key, kind or prefix
      * @throws ConnectionException when Redis fails, or the key is not a lease of that kind
      */
@@ -631,11 +632,14 @@ namespace RedisLease {
      * The live leases (held or waited for), the busiest first: most waiters, then the longest
      * wait, then the longest hold. Found with SCAN (never KEYS) on every master of a Cluster,
      * within $timeout in all; each is described as inspect() describes it. Returns
-     * `['leases' => [...], 'partial' => bool, 'why_partial' => string[], 'scanned' => int]`:
-     * partial when the time ran out, a node failed or more than 10,000 leases were found.
+     * `['leases' => [...], 'partial' => bool, 'why_partial' => string[], 'found' => int, 'scanned' => int]`
+     * (found: how many live leases were found; leases holds the first $limit of them):
+     * partial when the time ran out, a node failed or refused a survey (an ACL without the
+     * scripts), or more than 10,000 leases were found.
      *
      * @param string|null $prefix keys that start with it; null: redis_lease.lock_prefix and the
-     *        session locks under redis_lease.session.prefix
+     *        session locks under the DSN's prefix= (a phpredis Cluster save_path's default), else
+     *        redis_lease.session.prefix
      * @param string|null $dsn null: redis_lease.dsn
      * @param int $limit how many to return, 1 to 10000
      * @param float $timeout seconds, in all

@@ -255,6 +255,18 @@ fn a_demoted_master_answering_readonly_on_an_open_link() {
 /// `named` (port, config epoch), SUBSCRIBE is acknowledged (and nothing is ever
 /// published), anything else is +OK.
 fn stand_in_sentinel(service: &'static str, named: Arc<Mutex<(u16, u64)>>) -> u16 {
+    sentinel_stand_in(service, named, true, true)
+}
+
+/// `stand_in_sentinel`, refusing SUBSCRIBE when `subscribe` is false (no
+/// subscription vouches for the master: as for a TLS service), and silent to
+/// PING when `pings` is false (a subscription a NAT dropped without a word).
+fn sentinel_stand_in(
+    service: &'static str,
+    named: Arc<Mutex<(u16, u64)>>,
+    subscribe: bool,
+    pings: bool,
+) -> u16 {
     let bulk = |s: &str| format!("${}\r\n{s}\r\n", s.len());
     support::stand_in(move |args| {
         let reply = match args[0].to_ascii_uppercase().as_str() {
@@ -279,6 +291,8 @@ fn stand_in_sentinel(service: &'static str, named: Arc<Mutex<(u16, u64)>>) -> u1
                 let body: String = fields.iter().map(|f| bulk(f)).collect();
                 format!("*{}\r\n{body}", fields.len())
             }
+            "PING" if !pings => String::new(),
+            "SUBSCRIBE" if !subscribe => "-ERR unknown command 'SUBSCRIBE'\r\n".to_string(),
             "SUBSCRIBE" => args[1..]
                 .iter()
                 .enumerate()
@@ -679,4 +693,112 @@ fn a_grant_whose_wait_outlasted_its_lease_is_not_reported_held() {
             "{name}: the other held throughout"
         );
     }
+}
+
+/// A touch (a save of unchanged data) whose reply was lost is run again, and
+/// the run again reaches a master named since (a failover), which never had
+/// our lock: not taken for done. Before, a touch run again that found the lock
+/// gone counted as done whenever the lease could not have run out yet: saved,
+/// for a lock the new master never had (another request may have held the
+/// session there), and the loss uncounted (review, stop 59).
+#[test]
+fn a_touch_run_again_on_a_new_master_is_not_taken_for_done() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let proxy = HoldingProxy::start(a.port);
+    let named = Arc::new(Mutex::new((proxy.port, 1)));
+    let sentinel = stand_in_sentinel("touched", named.clone());
+    let dsn = format!("redis-sentinel://127.0.0.1:{sentinel}/touched?read_timeout=10");
+    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let config = SessionConfig {
+        lock_renew: false,
+        ..SessionConfig::default()
+    };
+    let store = SessionStore::new(ep.clone(), config);
+    let (mut s, _) = store.open("touch-switch").unwrap();
+    // Subscribed, the process trusts its link to A (through the proxy) until
+    // it has to make another: then it asks the sentinel, which names B now.
+    await_until(SEC * 10, "the watchdog to subscribe", || {
+        watchdog::subscribed(&ep)
+    });
+    let generation = sentinel::generation(&ep);
+    *named.lock().unwrap() = (b.port, 2);
+    proxy.cut_reply(b"\r\ntouch\r\n");
+    let touched = store.touch(&mut s, SEC * 60).unwrap();
+    assert_ne!(
+        sentinel::generation(&ep),
+        generation,
+        "the switch was learned"
+    );
+    assert_eq!(
+        query::<i64>(&a, &["EXISTS", "{PHPREDIS_SESSION:touch-switch}:lock"]),
+        0,
+        "the first run unlocked on A"
+    );
+    assert_eq!(touched, Saved::LeaseLost);
+}
+
+/// Renewals follow a failover that no subscription announced (a TLS service:
+/// the watchdog subscribes over plain TCP only; here the sentinel refuses
+/// SUBSCRIBE). The watchdog's own link is checked as a pooled link is: the
+/// sentinels are asked, they name the new master, and the renewal there finds
+/// the lease gone (the new master never had it): the hold is lost. Before,
+/// only a new generation dropped the watchdog's link, and nothing raised one:
+/// it renewed on the replaced master for ever while the new one had no lease
+/// (review, stop 59).
+#[test]
+fn renewals_without_a_subscription_follow_the_sentinels_to_a_new_master() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let named = Arc::new(Mutex::new((a.port, 1)));
+    let sentinel = sentinel_stand_in("unheard", named.clone(), false, true);
+    // The watchdog asks only while an ask that every sentinel leaves silent
+    // (connect + read timeouts: 1 s here) takes less than a third of what is
+    // left of the leases (6 s just after a round).
+    let dsn = format!("redis-sentinel://127.0.0.1:{sentinel}/unheard?timeout=0.5&read_timeout=0.5");
+    let ttl = SEC * 6;
+    let mut lock = Lock::new(lease(&dsn, "unheard"), ttl).with_auto_renew(true);
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    let hold = lock.hold().expect("held").clone();
+    // Renewed on A past its ttl: the watchdog works.
+    let taken = Instant::now();
+    await_until(ttl * 3, "the lease on A renewed past its ttl", || {
+        taken.elapsed() > ttl && query::<i64>(&a, &["PTTL", "lock:{unheard}"]) > 2000
+    });
+    // The failover: the sentinels name B, which never had the lease.
+    *named.lock().unwrap() = (b.port, 2);
+    await_until(ttl * 3, "the hold to be found lost", || hold.lost());
+    assert_eq!(query::<i64>(&b, &["EXISTS", "lock:{unheard}"]), 0);
+    assert!(!lock.release().unwrap(), "not ours any more");
+}
+
+/// A subscription that goes quiet for good (its connection dropped without a
+/// word, as by a NAT that forgot it) is asked whether it is still there, and,
+/// unanswered, made again, which asks the sentinels for the master: a
+/// failover it missed is learned. Before, a quiet subscription vouched for the
+/// master for ever: links to a replaced master were trusted, and the
+/// failover never learned (review, stop 59).
+#[test]
+fn a_subscription_gone_quiet_is_made_again_and_a_missed_failover_learned() {
+    let a = RedisServer::start();
+    let b = RedisServer::start();
+    let named = Arc::new(Mutex::new((a.port, 1)));
+    let sentinel = sentinel_stand_in("quiet", named.clone(), true, false);
+    let dsn = format!("redis-sentinel://127.0.0.1:{sentinel}/quiet?read_timeout=1");
+    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let mut lock = Lock::new(
+        Lease::new(ep.clone(), LeaseKeys::for_lock(b"lock:", b"quiet")),
+        SEC * 60,
+    );
+    assert!(lock.acquire(Duration::ZERO).unwrap());
+    await_until(SEC * 10, "the watchdog to subscribe", || {
+        watchdog::subscribed(&ep)
+    });
+    let generation = sentinel::generation(&ep);
+    // The failover, announced on no subscription.
+    *named.lock().unwrap() = (b.port, 2);
+    await_until(SEC * 20, "the failover to be learned", || {
+        sentinel::generation(&ep) != generation
+    });
+    assert!(!lock.release().unwrap(), "B never had the lock");
 }

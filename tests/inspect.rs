@@ -26,6 +26,16 @@ fn lease(server: &RedisServer, name: &str) -> Lease {
     )
 }
 
+/// Up to 10 leases under `lock:`, within 5 s.
+fn locks_search() -> Search {
+    Search {
+        prefixes: vec![b"lock:".to_vec()],
+        session_prefix: b"PHPREDIS_SESSION:".to_vec(),
+        limit: 10,
+        budget: SEC * 5,
+    }
+}
+
 fn queued(server: &RedisServer, key: &str) -> i64 {
     redis::cmd("ZCARD")
         .arg(format!("{key}:waiters"))
@@ -70,16 +80,7 @@ fn a_holder_and_its_waiters_in_queue_order() {
     assert!(s.waiters.iter().all(|w| w.ttl == SEC * 20 && !w.stale));
     assert!(!format!("{s:?}").contains(&token), "no whole token");
 
-    let found = leases(
-        &endpoint(&server),
-        &Search {
-            prefixes: vec![b"lock:".to_vec()],
-            session_prefix: b"PHPREDIS_SESSION:".to_vec(),
-            limit: 10,
-            budget: SEC * 5,
-        },
-    )
-    .unwrap();
+    let found = leases(&endpoint(&server), &locks_search()).unwrap();
     assert!(found.partial.is_empty(), "{:?}", found.partial);
     assert_eq!(found.leases.len(), 1);
     assert_eq!(found.leases[0].key, "lock:{busy}");
@@ -128,4 +129,72 @@ fn a_key_of_another_type_is_refused() {
         .unwrap();
     let e = survey(&lease(&server, "h"), Kind::Lock).unwrap_err();
     assert!(e.to_string().contains("is not a redis_lease lock"), "{e}");
+}
+
+/// Holds that ran out linger until a script drops them. Listed by rank, the
+/// first to end first, a thousand of them filled the list: the live holder was
+/// not shown, the semaphore not listed, and the count took them for live.
+#[test]
+fn crashed_permit_holders_past_the_list_hide_no_live_one() {
+    let server = RedisServer::start();
+    let keys = || LeaseKeys::for_semaphore(b"lock:", b"crashed");
+    let mut live = Lock::semaphore(Lease::new(endpoint(&server), keys()), 4, SEC * 30);
+    assert!(live.acquire_permits(Duration::ZERO, 2).unwrap());
+    // Crashed holders, planted as acquire.lua writes them (ended long ago);
+    // nothing has run since to drop them.
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg(keys().holders());
+    for i in 0..1001u32 {
+        zadd.arg(1000 + i).arg(format!("{i:032x}"));
+    }
+    let _: () = zadd.query(&mut server.conn()).unwrap();
+    let s = survey(&Lease::new(endpoint(&server), keys()), Kind::Semaphore).unwrap();
+    assert_eq!(
+        (s.holders.len(), s.permits, s.holders_total, s.expired),
+        (1, 2, 1, 1001),
+        "{:?}",
+        (&s.holders, s.permits, s.holders_total, s.expired)
+    );
+    let found = leases(&endpoint(&server), &locks_search()).unwrap();
+    assert_eq!((found.leases.len(), found.total), (1, 1));
+    assert_eq!(found.leases[0].kind, Kind::Semaphore);
+}
+
+/// A survey Redis refuses (an ACL without the scripts) says the answer is
+/// partial. Before, a refusal was taken for a key that only looks like a
+/// lease: the answer was empty and said it was complete.
+#[test]
+fn a_refused_survey_makes_the_answer_partial() {
+    let server = RedisServer::start();
+    let mut holder = Lock::new(lease(&server, "seen"), SEC * 30);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("looker")
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("+@all")
+        .arg("-@scripting")
+        .query(&mut server.conn())
+        .unwrap();
+    let looker = Arc::new(
+        Endpoint::parse(
+            &format!("redis://looker:pw@127.0.0.1:{}", server.port),
+            Timeouts::default(),
+        )
+        .unwrap(),
+    );
+    let search = locks_search();
+    let found = leases(&looker, &search).unwrap();
+    assert!(found.leases.is_empty());
+    assert!(
+        found.partial.len() == 1 && found.partial[0].contains("NOPERM"),
+        "{:?}",
+        found.partial
+    );
+    // The default user sees it.
+    let found = leases(&endpoint(&server), &search).unwrap();
+    assert_eq!((found.leases.len(), found.partial.len()), (1, 0));
+    assert!(holder.release().unwrap());
 }

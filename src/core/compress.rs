@@ -9,12 +9,16 @@
 //!   endian on every platform we ship); then one LZ4 block;
 //! - zstd: one zstd frame (it carries its content size).
 //!
-//! What a compressor cannot shrink (LZF), or empty data (LZ4), is stored as it is.
-//! Reading, as phpredis does, data that does not decode is taken as it is: a
-//! site that turns compression on still reads its uncompressed sessions. Unlike
-//! phpredis, that is only done for data that looks like a session (one of PHP's
-//! serializers); anything else is refused, and so is a frame that claims more
-//! than `MAX_INFLATED` bytes, before anything is inflated.
+//! Empty data (LZ4), or what a compressor fails on, is stored as it is; what LZF
+//! cannot shrink is stored as literal runs (`lzf_literal`), as liblzf does when
+//! phpredis gives it room to grow.
+//! Reading takes any of the three, whatever the setting (pools set otherwise,
+//! or to none, share sessions during a change). As phpredis does, data that
+//! does not decode is taken as it is: a site that turns compression on still
+//! reads its uncompressed sessions. Unlike phpredis, a codec that is set does
+//! that only for data that looks like a session (one of PHP's serializers);
+//! anything else is refused, and so is a frame that claims more than
+//! `MAX_INFLATED` bytes, before anything is inflated.
 
 use std::borrow::Cow;
 
@@ -85,6 +89,36 @@ impl Codec {
         Ok(Codec { algorithm, level })
     }
 
+    /// A value of phpredis's own `redis.session.compression` or
+    /// `redis.session.compression_level` (`option`), as phpredis reads it, in
+    /// the form `parse` takes: a name by its first letters (`lz4hc` is lz4),
+    /// an unknown one none; a level by its leading digits (none: 0). A php.ini
+    /// phpredis took must not fail every session start after a switch.
+    pub fn as_phpredis_reads(option: &str, value: &str) -> String {
+        if option == "compression_level" {
+            let t = value.trim_start();
+            let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+            let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+            let level = match &digits[..n] {
+                "" => 0,
+                d => d
+                    .parse::<i64>()
+                    .unwrap_or(i64::MAX)
+                    .min(i64::from(i32::MAX)),
+            };
+            let level = if t.starts_with('-') { -level } else { level };
+            return level.to_string();
+        }
+        let starts = |p: &str| {
+            (value.as_bytes().get(..p.len())).is_some_and(|v| v.eq_ignore_ascii_case(p.as_bytes()))
+        };
+        ["none", "lzf", "zstd", "lz4"]
+            .into_iter()
+            .find(|p| starts(p))
+            .unwrap_or("none")
+            .to_string()
+    }
+
     /// What to store for `data`.
     pub fn pack<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
         let packed = match self.algorithm {
@@ -119,29 +153,66 @@ impl Codec {
         Cow::Borrowed(data)
     }
 
-    /// The session data stored as `stored`.
+    /// The session data stored as `stored`: compressed by this codec's
+    /// algorithm, or by another one's (a pool set otherwise, phpredis's handler
+    /// in a rolling change, a pool set to none), or stored as it is.
     pub fn unpack<'a>(&self, stored: &'a [u8]) -> std::result::Result<Cow<'a, [u8]>, Undecodable> {
-        let Some(algorithm) = self.algorithm else {
-            return Ok(Cow::Borrowed(stored));
-        };
-        let decoded = match algorithm {
+        let plain = looks_plain(stored);
+        // LZ4's and zstd's headers (a checksum, a magic number) and exact sizes
+        // say a frame is one, whichever algorithm is set (a pool set otherwise,
+        // phpredis's handler in a rolling change, a pool set to none, which
+        // handed the bytes to PHP: it failed to decode them and destroyed the
+        // session). What a frame decodes to is the data, whatever it reads as
+        // (the header itself may read as a session: a CRC-8 byte of 0x80
+        // starts a msgpack map). Checked first: an LZ4 frame may also decode
+        // as LZF, which has no header.
+        let mut too_large = None;
+        for headed in [Algorithm::Zstd, Algorithm::Lz4] {
+            match headed.decode(stored) {
+                Ok(Some(d)) => return Ok(Cow::Owned(d)),
+                // Refused unread, unless LZF reads it: a zstd magic number
+                // vouches for the claim to any reader; an LZ4 header only to
+                // one set to LZ4, and not before LZF had its say (its 8-bit CRC
+                // matches 1 in 256 LZF streams, whose text then claims hundreds
+                // of MiB).
+                Err(e @ Undecodable::TooLarge(_))
+                    if !plain && (self.algorithm == Some(headed) || headed == Algorithm::Zstd) =>
+                {
+                    too_large = Some(e);
+                }
+                _ => {}
+            }
+        }
+        // LZF has none: what it decodes to counts where it reads as a session,
+        // or, set to LZF, where the bytes themselves do not (a plain session
+        // may happen to decode; data that is no session, such as an encrypted
+        // payload, is then read back only by a pool set to LZF).
+        let lzf = self.algorithm == Some(Algorithm::Lzf);
+        match Algorithm::Lzf.decode(stored) {
+            Ok(Some(d)) if looks_plain(&d) || (lzf && !plain) => return Ok(Cow::Owned(d)),
+            Err(e @ Undecodable::TooLarge(_)) if lzf && !plain => return Err(e),
+            _ => {}
+        }
+        if let Some(e) = too_large {
+            return Err(e);
+        }
+        // As phpredis, what does not decode is taken as it is: a site that turns
+        // compression on still reads its uncompressed sessions; one that keeps
+        // it off reads whatever the application stored (an encrypted payload).
+        if self.algorithm.is_none() || plain {
+            Ok(Cow::Borrowed(stored))
+        } else {
+            Err(Undecodable::Garbage)
+        }
+    }
+}
+
+impl Algorithm {
+    fn decode(self, stored: &[u8]) -> Decoded {
+        match self {
             Algorithm::Lzf => lzf_unpack(stored),
             Algorithm::Lz4 => lz4_unpack(stored),
             Algorithm::Zstd => zstd_unpack(stored),
-        };
-        // LZ4's and zstd's headers (a checksum, a magic number) and exact sizes
-        // say a frame is one: what it decodes to is the data, whatever it reads
-        // as (the header itself may read as a session: a CRC-8 byte of 0x80
-        // starts a msgpack map).
-        let headed = algorithm != Algorithm::Lzf;
-        match decoded {
-            // Decoded into a session: compressed data. Decoded into something else
-            // while the bytes themselves read as a session (LZF has no header: a
-            // plain session may happen to decode): plain data after all.
-            Ok(Some(d)) if headed || looks_plain(&d) || !looks_plain(stored) => Ok(Cow::Owned(d)),
-            Err(e @ Undecodable::TooLarge(_)) if !looks_plain(stored) => Err(e),
-            _ if looks_plain(stored) => Ok(Cow::Borrowed(stored)),
-            _ => Err(Undecodable::Garbage),
         }
     }
 }
@@ -207,6 +278,12 @@ fn lz4_unpack(stored: &[u8]) -> Decoded {
     if len > MAX_INFLATED {
         return Err(Undecodable::TooLarge(len as u64));
     }
+    // An LZ4 block inflates at most ~255 times (a match's length grows by 255
+    // per byte): a longer claim is no frame, and is not given a buffer (data
+    // of a pool set to none matches the 8-bit CRC 1 time in 256).
+    if len > (stored.len() - 5).saturating_mul(256) + 64 {
+        return Ok(None);
+    }
     let mut out = vec![0; len];
     match lz4_flex::block::decompress_into(&stored[5..], &mut out) {
         Ok(n) if n == len && len > 0 => Ok(Some(out)),
@@ -229,7 +306,10 @@ fn zstd_unpack(stored: &[u8]) -> Decoded {
 }
 
 fn lzf_unpack(stored: &[u8]) -> Decoded {
-    if stored.is_empty() {
+    // A stream starts with a run of literals (a byte below 32): a back
+    // reference needs output before it. Said here, a plain session (a name, or
+    // `a:`) costs no buffer of twice its size.
+    if stored.first().is_none_or(|&b| b >= 32) {
         return Ok(None);
     }
     // LZF does not say how long its output is: as phpredis, twice the input,
@@ -290,6 +370,27 @@ mod tests {
 
     const SESSION: &[u8] = b"user|a:2:{s:2:\"id\";i:42;s:4:\"name\";s:5:\"alice\";}cart|a:0:{}";
 
+    /// Sessions of each serializer: php_serialize, php_binary, igbinary,
+    /// msgpack, php.
+    const PLAIN: [&[u8]; 5] = [
+        b"a:1:{s:1:\"x\";i:1;}",
+        b"\x04userb:1;",
+        b"\x00\x00\x00\x02\x14\x01\x11\x04user\x06\x01",
+        b"\x81\xa1x\x01",
+        b"flash|N;",
+    ];
+
+    /// Numbers that look random, the same every run (a linear congruential
+    /// generator from `seed`).
+    fn numbers(mut seed: u64) -> impl FnMut() -> usize {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        }
+    }
+
     fn codec(name: &str) -> Codec {
         Codec::parse(name, "").unwrap()
     }
@@ -313,6 +414,69 @@ mod tests {
         assert_eq!(codec("none").pack(SESSION), SESSION);
     }
 
+    /// Pools set otherwise share sessions during a change: each reads what
+    /// any other wrote. Before, a pool set to none handed the compressed
+    /// bytes to PHP, which failed to decode them and destroyed the session;
+    /// one set to another algorithm kept it unreadable.
+    #[test]
+    fn each_setting_reads_what_any_other_wrote() {
+        let big: Vec<u8> = SESSION.iter().copied().cycle().take(64 << 10).collect();
+        for wrote in ["lzf", "lz4", "zstd"] {
+            for data in [SESSION, &big[..]] {
+                let packed = codec(wrote).pack(data);
+                assert_ne!(&packed[..], data, "{wrote} compressed");
+                for reads in ["none", "lzf", "lz4", "zstd"] {
+                    assert_eq!(
+                        codec(reads).unpack(&packed).map(|d| d.into_owned()),
+                        Ok(data.to_vec()),
+                        "{wrote} read by {reads}"
+                    );
+                }
+            }
+        }
+        // phpredis's LZF (the raw stream) of many sessions, read by each
+        // setting: a check that misfires 1 time in 256 (an LZ4 CRC-8 that
+        // matches an LZF stream's first byte, its text then claiming hundreds
+        // of MiB) shows here.
+        let mut next = numbers(0x9e37_79b9_7f4a_7c15);
+        for i in 0..3000 {
+            let word: String = (0..4 + next() % 12)
+                .map(|_| char::from(b'a' + (next() % 26) as u8))
+                .collect();
+            let data = format!(
+                "{word}|s:{}:\"{word}{word}{word}\";n|i:{i};",
+                word.len() * 3
+            );
+            let Ok(stored) = lzf::compress(data.as_bytes()) else {
+                continue;
+            };
+            for reads in ["none", "lzf", "lz4", "zstd"] {
+                assert_eq!(
+                    codec(reads).unpack(&stored).map(|d| d.into_owned()),
+                    Ok(data.clone().into_bytes()),
+                    "phpredis's lzf of {data:?} read by {reads}"
+                );
+            }
+        }
+        // Plain sessions of every serializer are no other algorithm's frame.
+        for plain in PLAIN.into_iter().chain([SESSION]) {
+            for reads in ["none", "lzf", "lz4", "zstd"] {
+                assert_eq!(
+                    codec(reads).unpack(plain),
+                    Ok(Cow::Borrowed(plain)),
+                    "{reads}: {plain:?}"
+                );
+            }
+        }
+        // Set to none, what is neither compressed nor a session (an encrypted
+        // payload) passes as it is, as before.
+        let garbage = [0xF3, 0x11, 0x02, 0x99, 0x00, 0x7E, 0x13];
+        assert_eq!(
+            codec("none").unpack(&garbage),
+            Ok(Cow::Borrowed(&garbage[..]))
+        );
+    }
+
     /// Data that is not a serialized session (an encrypted Laravel session:
     /// base64 of JSON) reads back as written. Before, what LZF could not shrink
     /// was stored as it is, which then read as neither LZF nor a session: the
@@ -320,13 +484,7 @@ mod tests {
     #[test]
     fn data_that_is_no_session_reads_back_as_written() {
         const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
+        let mut next = numbers(0x2545_f491_4f6c_dd1d);
         for name in ["lzf", "lz4", "zstd"] {
             let c = codec(name);
             let mut no_session = 0;
@@ -397,13 +555,7 @@ mod tests {
                 "{name}"
             );
         }
-        for plain in [
-            &b"a:1:{s:1:\"x\";i:1;}"[..],
-            b"\x04userb:1;",
-            b"\x00\x00\x00\x02\x14\x01",
-            b"\x81\xa1x\x01",
-            b"flash|N;",
-        ] {
+        for plain in PLAIN {
             assert!(looks_plain(plain), "{plain:?}");
         }
         assert!(!looks_plain(&garbage));
@@ -421,5 +573,42 @@ mod tests {
         );
         assert!(Codec::parse("gzip", "").is_err());
         assert!(Codec::parse("lz4", "high").is_err());
+    }
+
+    /// phpredis matches a name by its first letters and turns an unknown one
+    /// into none; it reads a level's leading digits. Its php.ini, read
+    /// strictly, failed every session start after a switch.
+    #[test]
+    fn phpredis_settings_read_as_phpredis_reads_them() {
+        for (value, name) in [
+            ("lz4hc", "lz4"),
+            ("LZ4", "lz4"),
+            ("zstd19", "zstd"),
+            ("lzfx", "lzf"),
+            ("gzip", "none"),
+            ("", "none"),
+            (" lz4", "none"),
+            ("None", "none"),
+            ("lé", "none"),
+            ("é", "none"),
+        ] {
+            assert_eq!(
+                Codec::as_phpredis_reads("compression", value),
+                name,
+                "{value:?}"
+            );
+        }
+        for (value, level) in [
+            ("19", 19),
+            ("high", 0),
+            (" 7x", 7),
+            ("-2", -2),
+            ("", 0),
+            ("99999999999", i32::MAX),
+        ] {
+            let read = Codec::as_phpredis_reads("compression_level", value);
+            assert_eq!(read.parse::<i32>(), Ok(level), "{value:?}");
+            assert!(Codec::parse("zstd", &read).is_ok());
+        }
     }
 }

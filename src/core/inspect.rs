@@ -145,6 +145,19 @@ impl Survey {
 
 /// Surveys one lease in one round trip (see survey.lua).
 pub fn survey(lease: &Lease, kind: Kind) -> Result<Survey> {
+    survey_found(lease, kind)?.map_err(|why| {
+        Error::refused(format!(
+            "{} at {} is not a redis_lease {}: {why}",
+            shown_key(&lease.keys, kind),
+            lease.endpoint.location(),
+            kind.name()
+        ))
+    })
+}
+
+/// `survey`, with a key that is not a lease of this kind told apart from a
+/// failure: `Ok(Err(why))`.
+fn survey_found(lease: &Lease, kind: Kind) -> Result<Parsed<Survey>> {
     let keys = &lease.keys;
     let v: Value = lease.call_idempotent(|c| {
         let mut inv = scripts::SURVEY.key(keys.lock());
@@ -158,15 +171,7 @@ pub fn survey(lease: &Lease, kind: Kind) -> Result<Survey> {
         }
         inv.arg(MAX_LISTED).call(&mut *c.inner)
     })?;
-    let shown = shown_key(keys, kind);
-    read_survey(v, kind, shown).map_err(|why| {
-        Error::refused(format!(
-            "{} at {} is not a redis_lease {}: {why}",
-            shown_key(keys, kind),
-            lease.endpoint.location(),
-            kind.name()
-        ))
-    })
+    Ok(read_survey(v, kind, shown_key(keys, kind)))
 }
 
 /// A lease's key as it may be shown: a session's id cut to its first 6 characters.
@@ -290,6 +295,7 @@ fn read_survey(v: Value, kind: Kind, key: String) -> Parsed<Survey> {
         s.permits = 1;
     }
     let shared_total = counts.first().map(int).transpose()?.unwrap_or(0) as u64;
+    let writer = s.holders.len() as u64;
     for (pair, weight) in holders.chunks(2).zip(&weights) {
         let token = text(&pair[0]).unwrap_or_default();
         let ends = text(&pair[1])
@@ -314,8 +320,11 @@ fn read_survey(v: Value, kind: Kind, key: String) -> Parsed<Survey> {
             permits,
         });
     }
-    s.holders_total =
-        s.holders.len() as u64 + shared_total.saturating_sub(holders.len() as u64 / 2);
+    // Counted by Redis: the list stops at MAX_LISTED.
+    if let Some(expired) = counts.get(2).map(int).transpose()? {
+        s.expired = expired as u64;
+    }
+    s.holders_total = writer + shared_total.saturating_sub(s.expired);
     for (pair, terms) in waiters.chunks(2).zip(&terms) {
         let token = text(&pair[0]).unwrap_or_default();
         let score = text(&pair[1])
@@ -393,12 +402,18 @@ pub struct Search {
 #[derive(Clone, Debug, Default)]
 pub struct Found {
     pub leases: Vec<Survey>,
+    /// How many live leases were found (`leases` holds the busiest `limit`).
+    pub total: usize,
     /// Keys SCAN returned.
     pub scanned: u64,
     /// Not everything was looked at (the budget ran out, more leases than were
     /// surveyed, a node failed): each reason, once.
     pub partial: Vec<String>,
 }
+
+/// How many refused surveys are said in `Found::partial` (the count is said
+/// past that).
+const SAID_REFUSALS: usize = 5;
 
 /// How many candidate leases are surveyed at most, whatever the limit.
 const MAX_SURVEYED: usize = 10_000;
@@ -472,6 +487,7 @@ pub fn leases(endpoint: &std::sync::Arc<Endpoint>, search: &Search) -> Result<Fo
     if failures == nodes.len() && failures > 0 {
         return Err(Error::refused(found.partial.join("; ")));
     }
+    let mut refused = 0;
     for (base, kind) in bases {
         if Instant::now() >= deadline {
             found.partial.push(format!(
@@ -482,18 +498,34 @@ pub fn leases(endpoint: &std::sync::Arc<Endpoint>, search: &Search) -> Result<Fo
         }
         let data = (kind == Kind::Session).then(|| session_data_key(&base));
         let lease = Lease::new(endpoint.clone(), LeaseKeys::with_base(base, data));
-        match survey(&lease, kind) {
-            Ok(s) if s.live() => found.leases.push(s),
+        match survey_found(&lease, kind) {
+            Ok(Ok(s)) if s.live() => found.leases.push(s),
+            // A key that only looks like ours is no lease: not a failure.
             Ok(_) => {}
-            // A key that only looks like ours is no lease: not a failure. A
-            // server busy or loading is one: what it would show is missing.
-            Err(Error::Reply { passing: false, .. }) => {}
+            // Refused (NOPERM, scripts disabled, a slot moving): what it would
+            // show is missing, and the others may still be shown. Before, a
+            // refusal was taken for a foreign key: an ACL that refused every
+            // survey gave an empty answer that said it was complete. A few
+            // reasons are said (a redirect names its slot: each differs).
+            Err(e @ Error::Reply { .. }) => {
+                refused += 1;
+                if refused <= SAID_REFUSALS {
+                    found.partial.push(e.to_string());
+                }
+            }
+            // Redis no longer answers: the rest would wait for it in turn.
             Err(e) => {
                 found.partial.push(e.to_string());
                 break;
             }
         }
     }
+    if refused > SAID_REFUSALS {
+        found
+            .partial
+            .push(format!("{refused} leases in all could not be surveyed"));
+    }
+    found.total = found.leases.len();
     found.leases.sort_by_key(|s| {
         (
             Reverse(s.waiters_total),
@@ -503,7 +535,9 @@ pub fn leases(endpoint: &std::sync::Arc<Endpoint>, search: &Search) -> Result<Fo
         )
     });
     found.leases.truncate(search.limit);
-    found.partial.dedup();
+    // Each reason once (a refusal repeats for every lease), in the order met.
+    let mut said = HashSet::new();
+    found.partial.retain(|p| said.insert(p.clone()));
     Ok(found)
 }
 

@@ -225,7 +225,7 @@ impl Conn {
 /// Whether a pooled `link` to `ep` may be used as it is: for a Sentinel master,
 /// only while it is still the master (asking the sentinels when no subscription
 /// vouches for it; when none answers, the link is kept: nobody knows better).
-fn still_master(ep: &Endpoint, link: &mut Link) -> bool {
+pub(crate) fn still_master(ep: &Endpoint, link: &mut Link) -> bool {
     let Some(m) = &mut link.master else {
         return true;
     };

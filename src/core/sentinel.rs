@@ -21,6 +21,7 @@
 use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -71,6 +72,13 @@ fn with_known<T>(f: impl FnOnce(&mut Vec<Known>) -> T) -> T {
     f(&mut registry().0.lock())
 }
 
+/// The highest generation of a service this process forgot. A service known
+/// again starts above it: a hold or link of the forgotten one's generations
+/// is then older than the service's, and is looked for (or dropped) as after
+/// a failover, which may have come while nothing listened. Started again at 1,
+/// a hold taken before was taken as current, and the next failover missed.
+static FORGOTTEN: AtomicU64 = AtomicU64::new(0);
+
 fn entry<'a>(known: &'a mut Vec<Known>, ep: &Endpoint) -> &'a mut Known {
     let i = match known.iter().position(|k| k.is(ep)) {
         Some(i) => i,
@@ -82,7 +90,7 @@ fn entry<'a>(known: &'a mut Vec<Known>, ep: &Endpoint) -> &'a mut Known {
                 endpoint: ep.clone(),
                 master: None,
                 epoch: None,
-                generation: 1,
+                generation: FORGOTTEN.load(Ordering::Acquire) + 1,
                 subscribed: false,
                 switching: None,
                 last_used: Instant::now(),
@@ -239,11 +247,20 @@ pub(crate) fn any() -> bool {
     KNOWN.current().is_some_and(|k| !k.0.lock().is_empty())
 }
 
-/// The services used within `idle`: what the watchdog subscribes to. Services
-/// unused for longer are forgotten (their links are closed by then too).
-pub(crate) fn in_use(idle: Duration) -> Vec<Endpoint> {
+/// The services used within `idle`, or that `watched` holds are on: what the
+/// watchdog subscribes to. Services unused for longer are forgotten (their
+/// links are closed by then too). A watched hold keeps its service: renewals
+/// on a link already open ask nothing of the registry, and a service
+/// forgotten under them had no subscription to hear its next failover.
+pub(crate) fn in_use(idle: Duration, watched: &[&Endpoint]) -> Vec<Endpoint> {
     with_known(|known| {
-        known.retain(|k| k.last_used.elapsed() < idle);
+        known.retain(|k| {
+            let keep = k.last_used.elapsed() < idle || watched.iter().any(|ep| k.is(ep));
+            if !keep {
+                FORGOTTEN.fetch_max(k.generation, Ordering::AcqRel);
+            }
+            keep
+        });
         known.iter().map(|k| k.endpoint.clone()).collect()
     })
 }
@@ -261,7 +278,20 @@ pub(crate) fn same_service(a: &Endpoint, b: &Endpoint) -> bool {
 pub(crate) struct Subscription {
     stream: TcpStream,
     parser: redis::Parser,
+    /// When the sentinel last said anything.
+    heard: Instant,
+    /// When a PING was sent that has not been answered yet.
+    pinged: Option<Instant>,
+    /// How long a PING may go unanswered (the read timeout, at least 1 s).
+    patience: Duration,
 }
+
+/// How long a subscription stays quiet before the sentinel is asked whether it
+/// is still there (PING). A connection dropped without a word (a NAT or a
+/// firewall forgetting it: no FIN, no RST) reads as quiet for ever: it was
+/// trusted to vouch for the master, and every failover after was missed. The
+/// PING also keeps such a NAT's mapping alive.
+const PING_EVERY: Duration = Duration::from_secs(5);
 
 impl Subscription {
     /// Connects to `sentinel` (of `ep`'s service), authenticates and subscribes,
@@ -282,6 +312,9 @@ impl Subscription {
         let mut sub = Subscription {
             stream,
             parser: redis::Parser::new(),
+            heard: Instant::now(),
+            pinged: None,
+            patience: ep.timeouts.read.max(Duration::from_secs(1)),
         };
         let auth = &ep.sentinel_auth;
         if let Some(password) = &auth.password {
@@ -310,8 +343,35 @@ impl Subscription {
         self.stream.write_all(&cmd.get_packed_command())
     }
 
+    /// Asks a quiet sentinel whether it is still there (a PING after
+    /// `PING_EVERY` of quiet; any word answers it): when to look again (see
+    /// `overdue`). An error when the PING could not be sent: the subscription
+    /// is gone. The socket does not block: a PING is written, never waited for.
+    pub(crate) fn keep_alive(&mut self, now: Instant) -> std::io::Result<Instant> {
+        if let Some(at) = self.pinged {
+            return Ok(at + self.patience);
+        }
+        if now >= self.heard + PING_EVERY {
+            self.send(&redis::cmd("PING"))?;
+            self.pinged = Some(now);
+            return Ok(now + self.patience);
+        }
+        Ok(self.heard + PING_EVERY)
+    }
+
+    /// Whether a PING went unanswered for the read timeout (asked after all it
+    /// had to say was read): the subscription is gone.
+    pub(crate) fn overdue(&self, now: Instant) -> bool {
+        self.pinged.is_some_and(|at| now >= at + self.patience)
+    }
+
     fn next(&mut self) -> std::io::Result<Value> {
-        self.parser.parse_value(&mut self.stream).map_err(|e| {
+        let value = self.parser.parse_value(&mut self.stream);
+        if value.is_ok() {
+            self.heard = Instant::now();
+            self.pinged = None;
+        }
+        value.map_err(|e| {
             let kind = if e.is_timeout() {
                 // Also the end of what a non-blocking socket has for us.
                 std::io::ErrorKind::WouldBlock
@@ -408,6 +468,34 @@ fn parse_event(parts: &[Value]) -> Option<Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A service forgotten (unused past the idle timeout) and known again
+    /// starts above every generation it had, so that a hold of the old ones
+    /// is looked for on the master as after a failover. Before, it started at
+    /// 1 again: a hold taken at 1 passed for current, and a failover heard of
+    /// while nothing listened raised nothing. A service a hold is watched on
+    /// is never forgotten.
+    #[test]
+    fn a_service_known_again_starts_above_its_forgotten_generations() {
+        let ep = Endpoint::parse(
+            "redis-sentinel://127.0.0.1:1/forgotten-in-a-unit-test",
+            crate::core::dsn::Timeouts::default(),
+        )
+        .unwrap();
+        let first = generation(&ep);
+        failover_started(&ep);
+        failover_aborted(&ep);
+        let before = generation(&ep);
+        assert_eq!(before, first + 1);
+        in_use(Duration::ZERO, &[&ep]);
+        assert_eq!(generation(&ep), before, "watched: kept");
+        in_use(Duration::ZERO, &[]);
+        assert!(
+            generation(&ep) > before,
+            "{} after {before}",
+            generation(&ep)
+        );
+    }
 
     fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())

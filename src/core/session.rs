@@ -538,13 +538,13 @@ impl SessionStore {
                 let algorithm = codec.algorithm.map_or("none", |a| a.name());
                 s.kept = Some(match why {
                     Undecodable::TooLarge(n) => format!(
-                        "session {} claims {n} bytes once inflated ({algorithm}), more than the \
-                         {MAX_INFLATED} allowed",
+                        "session {} claims {n} bytes once inflated, more than the \
+                         {MAX_INFLATED} allowed (compression {algorithm})",
                         short_id(&s.id)
                     ),
                     Undecodable::Garbage => format!(
-                        "session {} holds data that is neither {algorithm}-compressed nor a \
-                         serialized session",
+                        "session {} holds data that is neither compressed (lzf, lz4, zstd) nor \
+                         a serialized session (compression {algorithm})",
                         short_id(&s.id)
                     ),
                 });
@@ -670,8 +670,19 @@ impl SessionStore {
                         metrics::incr(Counter::UncertainResolved);
                         // Found unlocked: maybe by our first run. (Revoked: the
                         // revocation found us holding, so that run did nothing.)
-                        let saved =
-                            n == 0 && self.saved_before(s, op, data, secs, &hold, &mut acks)?;
+                        // A touch found unlocked on a master named since (a
+                        // failover) says nothing of our first run: that master
+                        // may never have had our lock, and another request may
+                        // have held the session there. Before, it counted as done
+                        // (review, stop 59). A write's data and a destroy's marker
+                        // say it across a failover too. (Asked last: it may ask
+                        // the sentinels.)
+                        let saved = n == 0
+                            && (matches!(op, "write" | "destroy")
+                                || !s
+                                    .lease
+                                    .switched_since(hold.known_generation().unwrap_or(generation)))
+                            && self.saved_before(s, op, data, secs, &hold, &mut acks)?;
                         (if saved { 1 } else { n }, acks)
                     }
                     Err(Failure::Reply(e)) => {
@@ -756,7 +767,8 @@ impl SessionStore {
     /// data. A destroy's run again asked for its first run's marker itself
     /// (session_save.lua): here, it did not destroy. A touch changed no data, and counts as
     /// done while our lease cannot have run out (only our own first run could
-    /// have freed the lock then). With wait_replicas, a write of ours on this link
+    /// have freed the lock then; the caller asks this only when no failover
+    /// came since the save was first sent). With wait_replicas, a write of ours on this link
     /// after that is waited for, and covers what the master holds (the
     /// replication stream is in order): the data touched, for a write; else a
     /// marker (`marked`).

@@ -5,7 +5,8 @@
 //! The thread never calls into PHP. It starts on demand (never in the php-fpm
 //! master, which holds nothing), talks to Redis over its own connections (never
 //! the request's), holds its state's mutex only for bookkeeping, never across
-//! I/O, and ends once it has nothing left to do. A forked child starts its own:
+//! I/O that may wait (a subscription's keep-alive PING is a write to a socket
+//! that never blocks), and ends once it has nothing left to do. A forked child starts its own:
 //! the parent's is left alone in the child (its mutex may have been held at the
 //! fork).
 //!
@@ -23,6 +24,10 @@
 //!   service (see `sentinel`): links to the old master are no longer used, and
 //!   every hold on that service is looked for on the new master; one that is not
 //!   there is marked lost, so its holder learns it at its next call.
+//!   A subscription quiet for 5 s is sent a PING, and made again when it goes
+//!   unanswered (a connection dropped without a word). Without a subscription,
+//!   the thread's own links are checked against the sentinels as pooled links
+//!   are (see `pool`).
 //! - Idle links (the request pool's, and the thread's own) are closed after the
 //!   pool's idle timeout.
 
@@ -327,8 +332,14 @@ impl Watchdog {
     /// What to do next, with the state locked; `None` when the thread ends.
     fn plan(&'static self, idle_since: &mut Instant) -> Option<Work> {
         let idle = pool::idle_timeout();
-        let services = sentinel::in_use(idle.unwrap_or(Duration::MAX));
         let mut st = self.state.lock();
+        let watched: Vec<&Endpoint> = st
+            .lanes
+            .iter()
+            .filter(|l| l.watches.iter().any(still_watched))
+            .map(|l| &*l.endpoint)
+            .collect();
+        let services = sentinel::in_use(idle.unwrap_or(Duration::MAX), &watched);
         st.sleeping_until = None;
         if st.stop {
             st.running = false;
@@ -359,6 +370,20 @@ impl Watchdog {
                         retry_at: now,
                     });
                 }
+            }
+        }
+        // Quiet subscriptions are asked whether they are still there (a PING:
+        // a write that never blocks); one that does not answer is dropped by
+        // `listen` and made again, which asks the sentinels for the master: a
+        // failover it missed is learned then.
+        let mut asked_by: Vec<Instant> = Vec::new();
+        for i in 0..st.subs.len() {
+            let Some(conn) = st.subs[i].conn.as_mut() else {
+                continue;
+            };
+            match conn.keep_alive(now) {
+                Ok(at) => asked_by.push(at),
+                Err(_) => unsubscribe(&mut st, i),
             }
         }
         let mut work = Work::default();
@@ -457,6 +482,7 @@ impl Watchdog {
                 next.push(sub.retry_at);
             }
         }
+        next.extend(asked_by);
         drop(st);
         if let Some(at) = pool::sweep() {
             next.push(at);
@@ -581,6 +607,20 @@ fn subscribe(wd: &Watchdog, which: &[usize]) {
     }
 }
 
+/// Drops subscription `i` (gone, or gone quiet): tried again after
+/// RESUBSCRIBE; its service is no longer vouched for unless another is up.
+fn unsubscribe(st: &mut State, i: usize) {
+    let sub = &mut st.subs[i];
+    sub.conn = None;
+    sub.retry_at = Instant::now() + RESUBSCRIBE;
+    let service = sub.service.clone();
+    let up = st
+        .subs
+        .iter()
+        .any(|s| sentinel::same_service(&s.service, &service) && s.conn.is_some());
+    sentinel::set_subscribed(&service, up);
+}
+
 /// Sleeps until `until`, or until a subscription (`fds`) has something to say
 /// or the thread is woken; then reads what the subscriptions say.
 fn listen(wd: &Watchdog, sleep: &Sleep) {
@@ -636,33 +676,28 @@ fn listen(wd: &Watchdog, sleep: &Sleep) {
             let Topology::Sentinel { service: name, .. } = &sub.service.topology else {
                 continue;
             };
-            match conn.read() {
-                Ok(events) => {
-                    for event in events {
-                        match event {
-                            Event::Switched(svc, _) if svc == *name => {
-                                announced.push((sub.service.clone(), sub.sentinel.clone()))
-                            }
-                            Event::Started(svc) if svc == *name => {
-                                started.push(sub.service.clone())
-                            }
-                            Event::Aborted(svc) if svc == *name => {
-                                aborted.push(sub.service.clone())
-                            }
-                            _ => {}
-                        }
+            let Ok(events) = conn.read() else {
+                unsubscribe(&mut st, i);
+                continue;
+            };
+            for event in events {
+                match event {
+                    Event::Switched(svc, _) if svc == *name => {
+                        announced.push((sub.service.clone(), sub.sentinel.clone()))
                     }
+                    Event::Started(svc) if svc == *name => started.push(sub.service.clone()),
+                    Event::Aborted(svc) if svc == *name => aborted.push(sub.service.clone()),
+                    _ => {}
                 }
-                Err(_) => {
-                    sub.conn = None;
-                    sub.retry_at = Instant::now() + RESUBSCRIBE;
-                    let service = sub.service.clone();
-                    let up = st
-                        .subs
-                        .iter()
-                        .any(|s| sentinel::same_service(&s.service, &service) && s.conn.is_some());
-                    sentinel::set_subscribed(&service, up);
-                }
+            }
+        }
+        // A PING left unanswered past its time, with everything it had to say
+        // read: gone quiet for good (judged here, after the read, so that an
+        // answer waiting in the socket is never missed).
+        let now = Instant::now();
+        for i in 0..st.subs.len() {
+            if st.subs[i].conn.as_ref().is_some_and(|c| c.overdue(now)) {
+                unsubscribe(&mut st, i);
             }
         }
     }
@@ -958,6 +993,40 @@ fn renew_on(
     let confirmed = confirm(ep, conn, &group, &ttls, &renewed, sent, timeout).is_ok();
     if !confirmed || !usable {
         *link = None;
+    }
+    // Still the master, as a pooled link is checked; asked after the round, and
+    // only while an ask that finds every sentinel silent (each one's connect
+    // and read timeouts) takes less than a third of what is left of these
+    // leases: the next round is due at a third of their ttl, and never waits
+    // on the sentinels past their end. Where no subscription vouches for the
+    // master (a TLS service, subscriptions down), they are asked at a round at
+    // most every half second, and one that names another master raises the
+    // generation: the holds are looked for there before the next round.
+    // Before, only a new generation dropped this link, and without a
+    // subscription nothing raised one: renewals went on to a replaced master
+    // while the new one let the lease run out (review, stop 59).
+    let left = group
+        .iter()
+        .map(|w| w.safe_until())
+        .min()
+        .map_or(Duration::ZERO, |end| {
+            end.saturating_duration_since(Instant::now())
+        });
+    if link.as_mut().is_some_and(|l| {
+        sentinel_silence(ep).saturating_mul(3) < left && !pool::still_master(ep, l)
+    }) {
+        *link = None;
+    }
+}
+
+/// The longest asking a Sentinel service's sentinels for its master takes
+/// when none answers (each one's connect and read timeouts); zero for other
+/// topologies.
+fn sentinel_silence(ep: &Endpoint) -> Duration {
+    match &ep.topology {
+        Topology::Sentinel { sentinels, .. } => (ep.timeouts.connect + ep.timeouts.read)
+            .saturating_mul(u32::try_from(sentinels.len()).unwrap_or(u32::MAX)),
+        _ => Duration::ZERO,
     }
 }
 

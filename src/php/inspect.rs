@@ -40,6 +40,17 @@ fn endpoint(fname: &str, dsn: Option<Bytes>, arg: u8) -> Result<Arc<Endpoint>, E
     Endpoint::parse_shared(&dsn, ini::timeouts()?)
 }
 
+/// The session prefix a session store on `endpoint` uses by default: the DSN's
+/// `prefix=` (a phpredis Cluster save_path has one of its own), else the ini
+/// setting. Before, the ini setting alone: sessions under the DSN's prefix were
+/// shown free and never listed.
+fn session_prefix(endpoint: &Endpoint) -> String {
+    endpoint
+        .prefix
+        .clone()
+        .unwrap_or_else(|| ini::get_str("redis_lease.session.prefix"))
+}
+
 fn survey_table(s: &Survey) -> PhpResult<Table> {
     let mut t = ZendHashTable::new();
     t.insert("key", s.key.as_str())?;
@@ -107,7 +118,8 @@ fn survey_table(s: &Survey) -> PhpResult<Table> {
 /// ?string $prefix = null): array`: who holds the lease and who waits for it.
 /// `$key` is the name given to `DistributedLock`/`DistributedSemaphore`, or a
 /// session id; `$prefix` defaults to `redis_lease.lock_prefix` (locks,
-/// semaphores) or `redis_lease.session.prefix` (sessions).
+/// semaphores) or, for sessions, the DSN's `prefix=`, else
+/// `redis_lease.session.prefix`.
 #[php_function]
 #[php(name = "RedisLease\\inspect")]
 #[php(defaults(kind = "lock".to_string()))]
@@ -131,6 +143,7 @@ pub fn inspect_lease(
         ))
         .into());
     }
+    let endpoint = endpoint(F, dsn, 3)?;
     let keys = match kind {
         Kind::Session => {
             let id = std::str::from_utf8(&key)
@@ -143,7 +156,7 @@ pub fn inspect_lease(
                 })?;
             let prefix = match prefix {
                 Some(p) => p.into_utf8(&format!("{F}(): Argument #4 ($prefix)"))?,
-                None => ini::get_str("redis_lease.session.prefix"),
+                None => session_prefix(&endpoint),
             };
             session_keys(&prefix, id)
         }
@@ -163,7 +176,7 @@ pub fn inspect_lease(
             }
         }
     };
-    let lease = Lease::new(endpoint(F, dsn, 3)?, keys);
+    let lease = Lease::new(endpoint, keys);
     let survey = inspect::survey(&lease, kind)?;
     survey_table(&survey)
 }
@@ -172,8 +185,10 @@ pub fn inspect_lease(
 /// float $timeout = 2.0): array`: the live leases, the busiest first (most
 /// waiters, then the longest wait, then the longest hold), found with SCAN on
 /// every master. `['leases' => [...], 'partial' => bool, 'why_partial' => [...],
-/// 'scanned' => int]`. `$prefix` null: the lock prefix and the session prefix of
-/// the ini settings; else keys starting with it.
+/// 'found' => int, 'scanned' => int]` (`found`: live leases found, of which
+/// `leases` holds the first `$limit`). `$prefix` null: the lock prefix of the
+/// ini settings and the session prefix (the DSN's, else the ini's); else keys
+/// starting with it.
 #[php_function]
 #[php(name = "RedisLease\\leases")]
 #[php(defaults(limit = 100, timeout = 2.0))]
@@ -197,7 +212,8 @@ pub fn list_leases(
         ))
         .into());
     }
-    let session_prefix = ini::get_str("redis_lease.session.prefix").into_bytes();
+    let endpoint = endpoint(F, dsn, 2)?;
+    let session_prefix = session_prefix(&endpoint).into_bytes();
     let prefixes = match prefix {
         Some(p) => vec![p.0],
         None => vec![
@@ -211,7 +227,7 @@ pub fn list_leases(
         limit: limit as usize,
         budget: Duration::from_secs_f64(timeout.0),
     };
-    let found: Found = inspect::leases(&endpoint(F, dsn, 2)?, &search)?;
+    let found: Found = inspect::leases(&endpoint, &search)?;
     let mut t = ZendHashTable::new();
     let mut list = ZendHashTable::new();
     for s in &found.leases {
@@ -224,6 +240,7 @@ pub fn list_leases(
         why.push(p.as_str())?;
     }
     t.insert("why_partial", why)?;
+    t.insert("found", found.total as i64)?;
     t.insert("scanned", found.scanned as i64)?;
     Ok(t)
 }

@@ -19,6 +19,7 @@ use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendStr, Zval};
 use ext_php_rs::zend::ClassEntry;
 
+use crate::core::compress::Codec;
 use crate::core::dsn::Endpoint;
 use crate::core::error::{Error, Result};
 use crate::core::metrics::{self, Counter};
@@ -98,6 +99,7 @@ fn config_from_ini() -> Result<SessionConfig> {
             let theirs = format!("redis.session.{name}");
             value = ini::configured(&theirs);
             if !value.is_empty() {
+                value = Codec::as_phpredis_reads(name, &value);
                 setting = theirs;
             }
         }
