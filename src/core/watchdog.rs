@@ -169,13 +169,9 @@ pub fn threads() -> usize {
 
 /// Whether a subscription to some sentinel of `ep`'s service is up (for tests).
 pub fn subscribed(ep: &Endpoint) -> bool {
-    WATCHDOG.current().is_some_and(|wd| {
-        wd.state
-            .lock()
-            .subs
-            .iter()
-            .any(|s| sentinel::same_service(&s.service, ep) && s.conn.is_some())
-    })
+    WATCHDOG
+        .current()
+        .is_some_and(|wd| wd.state.lock().vouched_for(ep))
 }
 
 fn still_watched(w: &Weak<Watch>) -> bool {
@@ -200,6 +196,15 @@ struct State {
     stop: bool,
     /// When the sleeping thread wakes up by itself; `None` while it works.
     sleeping_until: Option<Instant>,
+}
+
+impl State {
+    /// Whether a subscription to a sentinel of `ep`'s service is up.
+    fn vouched_for(&self, ep: &Endpoint) -> bool {
+        self.subs
+            .iter()
+            .any(|s| sentinel::same_service(&s.service, ep) && s.conn.is_some())
+    }
 }
 
 /// The leases watched on one endpoint, and the thread's link to it.
@@ -599,10 +604,7 @@ fn subscribe(wd: &Watchdog, which: &[usize]) {
                 }
             }
         }
-        let up = st
-            .subs
-            .iter()
-            .any(|s| sentinel::same_service(&s.service, &service) && s.conn.is_some());
+        let up = st.vouched_for(&service);
         sentinel::set_subscribed(&service, up);
     }
 }
@@ -614,10 +616,7 @@ fn unsubscribe(st: &mut State, i: usize) {
     sub.conn = None;
     sub.retry_at = Instant::now() + RESUBSCRIBE;
     let service = sub.service.clone();
-    let up = st
-        .subs
-        .iter()
-        .any(|s| sentinel::same_service(&s.service, &service) && s.conn.is_some());
+    let up = st.vouched_for(&service);
     sentinel::set_subscribed(&service, up);
 }
 

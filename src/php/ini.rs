@@ -8,8 +8,9 @@ use std::time::Duration;
 use ext_php_rs::flags::IniEntryPermission;
 use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
 
-use crate::core::dsn::{Timeouts, MAX_TIMEOUT_SECS};
+use crate::core::dsn::{Endpoint, Timeouts, MAX_TIMEOUT_SECS};
 use crate::core::error::{Error, Result};
+use crate::php::args::Bytes;
 use crate::php::errors::php_global;
 
 pub const DSN: &CStr = c"redis_lease.dsn";
@@ -180,4 +181,18 @@ pub fn idle_timeout() -> Option<Duration> {
         Ok(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t.min(86_400.0))),
         _ => Some(Duration::from_secs(60)),
     }
+}
+
+/// The DSN a PHP caller gave (`what` names it in the error when it is not
+/// UTF-8), else the ini setting redis_lease.dsn.
+pub fn dsn(given: Option<Bytes>, what: &str) -> Result<String> {
+    match given {
+        Some(d) => d.into_utf8(what),
+        None => Ok(get(DSN)),
+    }
+}
+
+/// The endpoint of `dsn` (see `dsn`), with the ini settings' timeouts.
+pub fn endpoint(given: Option<Bytes>, what: &str) -> Result<std::sync::Arc<Endpoint>> {
+    Endpoint::parse_shared(&dsn(given, what)?, timeouts()?)
 }

@@ -33,11 +33,7 @@ fn opt_secs(d: Option<Duration>) -> Zval {
 }
 
 fn endpoint(fname: &str, dsn: Option<Bytes>, arg: u8) -> Result<Arc<Endpoint>, Error> {
-    let dsn = match dsn {
-        Some(d) => d.into_utf8(&format!("{fname}(): Argument #{arg} ($dsn)"))?,
-        None => ini::get(ini::DSN),
-    };
-    Endpoint::parse_shared(&dsn, ini::timeouts()?)
+    ini::endpoint(dsn, &format!("{fname}(): Argument #{arg} ($dsn)"))
 }
 
 /// The session prefix a session store on `endpoint` uses by default: the DSN's

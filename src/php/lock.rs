@@ -158,11 +158,7 @@ fn parts(
 
 /// The endpoint `dsn` names (null: the ini setting redis_lease.dsn).
 fn endpoint(dsn: Option<Bytes>) -> Result<std::sync::Arc<Endpoint>, Error> {
-    let dsn = match dsn {
-        Some(d) => d.into_utf8("Invalid Redis DSN: it")?,
-        None => ini::get(ini::DSN),
-    };
-    Endpoint::parse_shared(&dsn, ini::timeouts()?)
+    ini::endpoint(dsn, "Invalid Redis DSN: it")
 }
 
 fn lost(key: &[u8], what: &str) -> PhpException {

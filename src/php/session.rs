@@ -964,12 +964,7 @@ impl RedisLockingSessionHandler {
         let ctx = |m: String| {
             Error::InvalidArgument(format!("RedisLockingSessionHandler::__construct(): {m}"))
         };
-        let dsn = match dsn {
-            Some(d) => d
-                .into_utf8("Invalid Redis DSN: it")
-                .map_err(|e| ctx(e.to_string()))?,
-            None => ini::get(ini::DSN),
-        };
+        let dsn = ini::dsn(dsn, "Invalid Redis DSN: it").map_err(|e| ctx(e.to_string()))?;
         let mut pairs = Vec::with_capacity(options.0.len());
         for (name, value) in options.0 {
             match value {
