@@ -65,6 +65,8 @@ const FENCES: &str = "fencing tokens increase";
 const FENCES_OUTSIDE_WINDOW: &str = "fencing tokens increase outside the failover window";
 const WRITES_KEPT: &str = "acknowledged session writes are kept";
 const REVOKE_ONCE: &str = "a revocation spares the lease it handed on";
+const UNREVOKED: &str = "a live session hold is never revoked";
+const NOT_WOKEN_REVOKED: &str = "no waiter wakes to a grant a logout revoked";
 const EXPIRY: &str = "every key of a lease expires in time";
 const PERMITS: &str = "never more permits than the limit that admitted the last one";
 const INTEREST: &str = "no grant outlives its holder's interest";
@@ -86,6 +88,8 @@ fn as_implemented() -> Fixes {
             revoke_marker: RevokeMarker::Always,
             destroy_marker: true,
             busy_after_grant: true,
+            open_unrevokes: true,
+            revoke_unwakes: true,
             refusals_leave_queue: true,
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
@@ -704,9 +708,43 @@ fn a_revocation_acts_once_with_its_marker_on_every_run() {
     );
     assert_holds(
         &*checker,
-        &[WRITES_KEPT, REVOKE_ONCE, EXPIRY, INTEREST, HOLDS],
+        &[
+            WRITES_KEPT,
+            REVOKE_ONCE,
+            UNREVOKED,
+            NOT_WOKEN_REVOKED,
+            EXPIRY,
+            INTEREST,
+            HOLDS,
+        ],
         &["a session write acknowledged"],
     );
+}
+
+/// Fix (ab) reverted: session_open.lua leaves a token in `<lock>:revoked`
+/// when it asks again after a grant a logout revoked before it woke; the hold
+/// it takes then is told "revoked" by its saves (review, stop 59).
+#[test]
+fn reverted_ab_a_waiter_revoked_before_it_woke_holds_as_revoked() {
+    let mut config = revocations(RevokeMarker::Always);
+    config.fixes.scripts.open_unrevokes = false;
+    let checker = check("(ab) open keeps the revocation", config, Some(UNREVOKED));
+    assert_violated(&*checker, UNREVOKED);
+}
+
+/// Fix (ac) reverted: session_revoke.lua leaves the revoked holder's wake-up
+/// list; a waiter handed the lock and revoked before it woke pops the session
+/// as it was before the logout (review, stop 59).
+#[test]
+fn reverted_ac_a_waiter_revoked_before_it_woke_pops_the_old_session() {
+    let mut config = revocations(RevokeMarker::Always);
+    config.fixes.scripts.revoke_unwakes = false;
+    let checker = check(
+        "(ac) revoke leaves the wake-up",
+        config,
+        Some(NOT_WOKEN_REVOKED),
+    );
+    assert_violated(&*checker, NOT_WOKEN_REVOKED);
 }
 
 /// Fix (b) reverted: session_revoke.lua without its marker. Its second run
@@ -768,7 +806,15 @@ fn a_logout_run_again_after_a_lost_reply_keeps_a_later_save() {
         let checker = check(&format!("logouts, {failover:?}"), logouts(failover), None);
         assert_holds(
             &*checker,
-            &[WRITES_KEPT, MUTEX, EXPIRY, INTEREST, HOLDS],
+            &[
+                WRITES_KEPT,
+                MUTEX,
+                UNREVOKED,
+                NOT_WOKEN_REVOKED,
+                EXPIRY,
+                INTEREST,
+                HOLDS,
+            ],
             &[
                 "a session write acknowledged",
                 "a logout run again finds it took effect",

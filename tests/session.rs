@@ -996,13 +996,30 @@ fn a_put_run_again_never_undoes_what_came_in_between() {
     assert_eq!(get(&server, data).as_deref(), Some("user|i:1;"));
 }
 
+/// session_open.lua run for the token "waiter" (a lock ttl of 10 s, 5 s left to
+/// wait, no cap), as its claim sends it.
+fn open_as_waiter(c: &mut redis::Connection, data: &str, lock: &str) -> redis::Value {
+    redis_lease::core::scripts::SESSION_OPEN
+        .key(data)
+        .key(lock)
+        .key(&format!("{lock}:waiters"))
+        .key(&format!("{lock}:terms"))
+        .key(&format!("{lock}:void:waiter"))
+        .key(&format!("{lock}:revoked"))
+        .arg("waiter")
+        .arg(10_000)
+        .arg(5_000)
+        .arg(0)
+        .invoke(c)
+        .unwrap()
+}
+
 /// A session waiter's grant it never read (its lease ran out while it stalled)
 /// is cleared when its next attempt queues it again: its BLPOP must not take it
 /// for the lock, and the data it carried for current (model fix (p)).
 #[test]
 fn a_session_grant_left_unread_is_cleared_when_its_waiter_queues_again() {
     use redis::Value;
-    use redis_lease::core::scripts::SESSION_OPEN;
     let server = RedisServer::start();
     let mut c = server.conn();
     let (data, lock) = ("PHPREDIS_SESSION:sw", "{PHPREDIS_SESSION:sw}:lock");
@@ -1019,23 +1036,137 @@ fn a_session_grant_left_unread_is_cleared_when_its_waiter_queues_again() {
         .arg("0:dold|i:1;")
         .query(&mut c)
         .unwrap();
-    let reply: Value = SESSION_OPEN
-        .key(data)
-        .key(lock)
-        .key(&format!("{lock}:waiters"))
-        .key(&format!("{lock}:terms"))
-        .key(&format!("{lock}:void:waiter"))
-        .arg("waiter")
-        .arg(10_000)
-        .arg(5_000)
-        .arg(0)
-        .invoke(&mut c)
-        .unwrap();
+    let reply = open_as_waiter(&mut c, data, lock);
     match reply {
         Value::Array(pair) => assert_eq!(pair[0], Value::Int(0), "busy, queued"),
         other => panic!("a pair: {other:?}"),
     }
     assert!(!exists(&mut c, &wake), "the stale grant is gone");
+}
+
+/// A waiter handed the lock with the data, and revoked by a logout before it
+/// read its wake-up: it must not pop the data as it was before the logout, and
+/// its next attempt (same token: it keeps its place) must not carry the
+/// revocation over to the hold it takes then, or that hold's destroy is told
+/// "revoked" and skips the logout (review, stop 59: a destroy that did not
+/// log out). Script by script: the waiter's token asks again as its claim
+/// does after a grant it never counted on.
+#[test]
+fn a_waiter_revoked_before_it_woke_neither_reads_the_old_data_nor_keeps_the_revocation() {
+    use redis::Value;
+    use redis_lease::core::scripts::SESSION_UNLOCK;
+    let server = RedisServer::start();
+    let mut c = server.conn();
+    let id = "revoked-waiter";
+    let data = format!("PHPREDIS_SESSION:{id}");
+    let lock = format!("{{{data}}}:lock");
+    let wake = format!("{lock}:wake:waiter");
+    // The holder saved and handed the lock on, with the data, to the waiter.
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg(&data)
+        .arg("logged in")
+        .cmd("SET")
+        .arg(&lock)
+        .arg("waiter:0")
+        .arg("PX")
+        .arg(30_000)
+        .cmd("RPUSH")
+        .arg(&wake)
+        .arg("0:dlogged in")
+        .query(&mut c)
+        .unwrap();
+    let s = store(&server, SessionConfig::default());
+    assert!(s.delete(id, None).unwrap(), "logged out");
+    assert!(
+        !exists(&mut c, &wake),
+        "the grant's data is not there to pop"
+    );
+    let reply = open_as_waiter(&mut c, &data, &lock);
+    assert_eq!(
+        reply,
+        Value::Array(vec![Value::Int(1), Value::Nil]),
+        "locked, the session empty"
+    );
+    // Its lease runs out; another request takes the session and saves.
+    let _: () = redis::cmd("PEXPIRE")
+        .arg(&lock)
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    await_until(SEC * 5, "the lease to run out", || !exists(&mut c, &lock));
+    let (mut n, _) = s.open(id).unwrap();
+    assert_eq!(s.write(&mut n, b"N", SEC * 60).unwrap(), Saved::Yes);
+    // The waiter's destroy: its lease ran out (0), so the session layer logs
+    // out all the same; "revoked" (2) would leave N's data.
+    let destroyed: i64 = SESSION_UNLOCK
+        .key(&data)
+        .key(&lock)
+        .key(&format!("{lock}:waiters"))
+        .key(&format!("{lock}:terms"))
+        .key(&format!("{lock}:revoked"))
+        .key(&format!("{lock}:destroyed:waiter"))
+        .arg("waiter")
+        .arg("")
+        .arg(1)
+        .arg("destroy")
+        .arg(60_000)
+        .invoke(&mut c)
+        .unwrap();
+    assert_eq!(destroyed, 0, "a lease that ran out, not a revoked one");
+}
+
+/// The same, end to end: the waiter's BLPOP is held while the holder saves
+/// (handing it the lock and the data) and another request logs out. It reads
+/// an empty session, and its destroy after its lease ran out logs out the
+/// request that saved since.
+#[test]
+fn a_waiter_revoked_before_it_woke_opens_empty_and_its_destroy_logs_out() {
+    use support::HoldingProxy;
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut raw = server.conn();
+    let id = "revoked-woken";
+    let data = format!("PHPREDIS_SESSION:{id}");
+    let lock = format!("{{{data}}}:lock");
+    let through = Arc::new(through_proxy(&proxy, SessionConfig::default()));
+    let direct = store(&server, SessionConfig::default());
+    let (mut h, _) = direct.open(id).unwrap();
+    proxy.hold_command(b"BLPOP");
+    let waiter = {
+        let through = through.clone();
+        std::thread::spawn(move || through.open(id).unwrap())
+    };
+    proxy.await_held(SEC * 10);
+    assert_eq!(
+        direct.write(&mut h, b"logged in", SEC * 60).unwrap(),
+        Saved::Yes,
+        "saved"
+    );
+    // Handed on (a waiter passed over, not heard from in time, would leave it
+    // free, and the test would prove nothing).
+    assert!(exists(&mut raw, &lock), "handed to the waiter");
+    assert!(direct.delete(id, None).unwrap(), "logged out");
+    proxy.hold(false);
+    let (mut w, read) = waiter.join().unwrap();
+    assert_eq!(
+        read, None,
+        "the waiter reads the session as the logout left it"
+    );
+    let _: () = redis::cmd("PEXPIRE")
+        .arg(&lock)
+        .arg(1)
+        .query(&mut raw)
+        .unwrap();
+    await_until(SEC * 5, "the lease to run out", || !exists(&mut raw, &lock));
+    let (mut n, _) = direct.open(id).unwrap();
+    assert_eq!(direct.write(&mut n, b"N", SEC * 60).unwrap(), Saved::Yes);
+    assert_eq!(
+        through.destroy(&mut w, None).unwrap(),
+        Saved::LostDestroyed,
+        "its lease ran out; destroyed all the same, as a logout"
+    );
+    assert_eq!(get(&server, &data), None, "logged out");
 }
 
 /// With wait_replicas, a session's unlock without a save (session_abort(),

@@ -258,9 +258,8 @@ impl Session {
 /// (`SessionStore::put`).
 #[derive(Clone, Copy, Debug)]
 pub enum Expect<'a> {
-    /// Anything (a fresh id this request never saw).
-    Any,
-    /// No data at all.
+    /// No data at all (a fresh id this request never saw: a write that lands
+    /// late, after another request saved under it, changes nothing).
     Absent,
     /// Exactly this data.
     Data(&'a [u8]),
@@ -347,6 +346,7 @@ impl Claim for SessionClaim<'_> {
                 .key(lease.keys.waiters())
                 .key(lease.keys.terms())
                 .key_of(&lease.keys.void_parts(token))
+                .key_of(&lease.keys.revoked_parts())
                 .arg(token.as_str())
                 .arg(millis(ttl))
                 .arg(millis(will_wait))
@@ -889,7 +889,6 @@ impl SessionStore {
                 .arg(data)
                 .arg(secs)
                 .arg(match expected {
-                    Expect::Any => "any",
                     Expect::Absent => "absent",
                     Expect::Data(_) => "if",
                 })

@@ -550,8 +550,11 @@ impl Handler {
     /// A session this request let go of is written only over what the request
     /// last saw of it (the same data again: nothing to do), waiting for its lock
     /// as a read does: another request's write in between is never overwritten.
-    /// One it never saw is written only while no other request holds (or waits
-    /// for) its lock. A write refused that way returns false, without a warning:
+    /// One it never saw (a fresh id) is written only while no other request
+    /// holds (or waits for) its lock, and has saved nothing under it: a request
+    /// that got the fresh cookie and saved first keeps its save, and so does one
+    /// that saved after this write timed out, which then lands late (review,
+    /// stop 59: it was written over). A write refused that way returns false, without a warning:
     /// the framework carries on, and the conflict is counted
     /// (session_write_conflicts). One it destroyed is not written again.
     fn write_unopened(
@@ -617,7 +620,7 @@ impl Handler {
                     }
                     Err(e) => return Out::warn(false, failed_message(id, "written", &e)),
                 }
-                Expect::Any
+                Expect::Absent
             }
         };
         let result = match self.store.put_packed(id, &stored, ttl, expected) {
@@ -669,7 +672,6 @@ impl Handler {
             && match expected {
                 Expect::Data(d) => found == Some(d),
                 Expect::Absent => now.is_none(),
-                Expect::Any => true,
             };
         if !as_seen {
             self.store.close(&mut s)?;

@@ -163,7 +163,9 @@ pub enum Req {
     /// gone?).
     DestroyedBefore,
     /// session_revoke.lua (`SessionStore::revoke` WAITs after it, unmodelled:
-    /// no revoker runs in a config with failovers).
+    /// the `Revoker` runs in no config with failovers; a session request's
+    /// fallback revocation does, in `logouts`, and a crash may lose it: a
+    /// logout undone, which no property judges yet).
     Revoke { nonce: u8 },
     /// `Lease::abandon` left to later (`pending`, `give_up`): resolve.lua, and
     /// release.lua when the token holds the lease. Only ever an orphan.

@@ -326,6 +326,17 @@ pub struct Scripts {
     /// up without leaving the queue, and was granted a hold for nobody
     /// (review, stop 58).
     pub busy_after_grant: bool,
+    /// (ab) session_open.lua takes the token out of `<lock>:revoked` when it
+    /// takes the lock or queues: a token asking again after a grant it never
+    /// counted on (a logout revoked it first) takes a new hold. Off: the
+    /// revocation stayed on the token, and that hold's saves (its destroy) were
+    /// told "revoked": the destroy then skipped its logout (review, stop 59).
+    pub open_unrevokes: bool,
+    /// (ac) session_revoke.lua clears the revoked holder's wake-up list: a
+    /// waiter handed the lock with the data, not woken yet, finds nothing, and
+    /// asks again after the logout. Off: it popped the session as it was
+    /// before the logout (review, stop 59).
+    pub revoke_unwakes: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -1009,7 +1020,12 @@ impl Script<'_> {
 
     /// session_open.lua (no `max_waiters` cap: ARGV[4] is 0).
     pub fn session_open(&mut self, token: Token, ttl: Time, wait: Time) -> Reply {
-        if !self.exists_void(token) && self.db.waiters.is_empty() && self.db.lock.is_none() {
+        let unrevokes = self.scripts.open_unrevokes;
+        if !self.exists_void(token)
+            && self.db.waiters.is_empty()
+            && self.db.lock.is_none()
+            && (!unrevokes || self.db.ousted.is_empty())
+        {
             let data = self.db.data;
             self.set_lock(token, Some(0), ttl);
             return Reply::Took { fence: None, data };
@@ -1032,12 +1048,18 @@ impl Script<'_> {
                 let data = self.db.data;
                 self.set_lock(token, Some(0), ttl);
                 self.leave_queue(token);
+                if unrevokes {
+                    self.db.ousted.retain(|t| *t != token);
+                }
                 return Reply::Took { fence: None, data };
             }
             self.hand_off(false, |db| db.data, Some(now));
         }
         if wait > 0 {
             self.join_queue(token, ttl, wait, now, Mode::W);
+            if unrevokes {
+                self.db.ousted.retain(|t| *t != token);
+            }
             if self.scripts.join_clears_wake {
                 self.unwake(token);
             }
@@ -1107,6 +1129,9 @@ impl Script<'_> {
             return Reply::Int(1);
         };
         self.db.ousted.push(holder.token);
+        if self.scripts.revoke_unwakes {
+            self.unwake(holder.token);
+        }
         if self.hand_off(false, |_| None, None) && marker == RevokeMarker::OnHandoff {
             self.db.revoked.push(nonce);
         }

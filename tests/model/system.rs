@@ -342,6 +342,9 @@ pub struct Ghost {
     /// A release that answered 1 left the lock free while a waiter could have
     /// had it (lib.lua's `grant`, run again right after, would hand it on).
     pub stranded: bool,
+    /// A waiter popped a grant that a logout had revoked before it woke: the
+    /// session as it was before the logout (fix (ac)).
+    pub popped_revoked: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -515,6 +518,9 @@ impl State {
         if let Req::Revoke { nonce } = req {
             self.note_revoke(cfg, nonce, &before, node);
         }
+        if let (Req::Blpop { token }, Reply::Popped(_)) = (req, reply) {
+            self.ghost.popped_revoked |= before.ousted.contains(&token);
+        }
         if let (Req::Destroy { token }, Reply::Int(1)) = (req, reply) {
             if owns(before.lock, token) {
                 // The logout's one effect: what it deleted may be gone (on a
@@ -631,7 +637,9 @@ impl State {
             true => before.logged_out & 1 << client == 0,
             false => earlier.is_none(),
         };
-        if first && after.data.is_none() {
+        // Only on the master: a deposed master's deletion is undone with its
+        // writes, and crediting it would excuse the loss of what it deleted.
+        if first && after.data.is_none() && node == self.redis.master() {
             self.ghost.deleted |= before.data.map_or(0, |d| d.lineage);
         }
         let holder = |s: &Store| s.lock.map(|l| l.token);
@@ -1129,6 +1137,17 @@ impl Model for System {
             Property::always(
                 "a revocation spares the lease it handed on",
                 |_, s: &State| !s.ghost.revoked_own_handoff,
+            ),
+            // A save of a live hold told "revoked" is not a logout's doing:
+            // the hold came after it (fix (ab)).
+            Property::always("a live session hold is never revoked", |_, s: &State| {
+                let db = s.master();
+                db.lock
+                    .is_none_or(|l| l.until <= s.now || !db.ousted.contains(&l.token))
+            }),
+            Property::always(
+                "no waiter wakes to a grant a logout revoked",
+                |_, s: &State| !s.ghost.popped_revoked,
             ),
             Property::always(
                 "every key of a lease expires in time",

@@ -44,8 +44,13 @@ if redis.call('DEL', KEYS[2]) == 1 then
   -- The revoked request's save is then refused as the logout's doing, not as
   -- a lease that ran out: told so, and not counted as lost (session_save.lua).
   if type(holder) == 'string' then
-    redis.call('SADD', KEYS[6], string.match(holder, '^[^:]*'))
+    local token = string.match(holder, '^[^:]*')
+    redis.call('SADD', KEYS[6], token)
     redis.call('PEXPIRE', KEYS[6], ARGV[2])
+    -- Handed the lock with the data and not woken yet, the holder must not
+    -- pop the data as it was before the logout: it finds nothing, and asks
+    -- again (session_open.lua), after the logout.
+    unwake(KEYS[2], token)
   end
   hand_off(KEYS[2], KEYS[3], KEYS[4], nil, no_data, nil, true)
 end

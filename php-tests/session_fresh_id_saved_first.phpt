@@ -1,0 +1,45 @@
+--TEST--
+Sessions called directly, as Laravel does: a fresh id this request never read (regenerate(): migrate()) is written only where nothing was saved under it. Another request that saved under it first (it got the fresh cookie; or it saved after this write timed out, and the write then lands late) keeps its save: the fresh id is refused, quietly (false without a warning, counted as a write conflict). Review, stop 59: before, it was written over
+--FILE--
+<?php
+require __DIR__ . '/inc/redis.inc';
+$srv = rl_start_redis();
+$raw = new RlRaw($srv['port']);
+$warnings = [];
+set_error_handler(static function (int $no, string $msg) use (&$warnings): bool {
+    $warnings[] = $msg;
+    return true;
+});
+$conflicts = static fn(): int => RedisLease\metrics()['session_write_conflicts'];
+$other = new RedisLockingSessionHandler($srv['dsn']);
+$other->open('', 'PHPSESSID');
+$h = new RedisLockingSessionHandler($srv['dsn']);
+$h->open('', 'PHPSESSID');
+$old = rl_key('fresh-old');
+$fresh = rl_key('fresh-new');
+rl_same('the request reads its session', '', $h->read($old));
+rl_same('another request saves under the fresh id', ['', true],
+    [$other->read($fresh), $other->write($fresh, 'cart|i:1;')]);
+$other->close();
+$before = $conflicts();
+$written = $h->write($fresh, 'user|s:5:"alice";');
+rl_same('the fresh id is refused, quietly', [false, []], [$written, $warnings]);
+rl_same('... the other request\'s save kept', 'cart|i:1;', $raw->cmd('GET', "PHPREDIS_SESSION:$fresh"));
+rl_same('... counted as a write conflict', 1, $conflicts() - $before);
+$h->close();
+// Nothing under it: written, as before.
+$h->open('', 'PHPSESSID');
+$empty = rl_key('fresh-empty');
+rl_same('a fresh id nobody saved under is written', [true, 'a|i:1;', []],
+    [$h->write($empty, 'a|i:1;'), $raw->cmd('GET', "PHPREDIS_SESSION:$empty"), $warnings]);
+$h->close();
+echo "done\n";
+?>
+--EXPECT--
+ok: the request reads its session
+ok: another request saves under the fresh id
+ok: the fresh id is refused, quietly
+ok: ... the other request's save kept
+ok: ... counted as a write conflict
+ok: a fresh id nobody saved under is written
+done
