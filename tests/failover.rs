@@ -152,16 +152,7 @@ fn a_lock_handed_to_a_waiter_is_not_held_until_replicated() {
     // would promote a replica that never heard of B's grant.
     let master = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    await_until(SEC * 10, "the replica to acknowledge writes", || {
-        let mut c = master.conn();
-        let _: () = redis::cmd("SET").arg("probe").arg(1).query(&mut c).unwrap();
-        redis::cmd("WAIT")
-            .arg(1)
-            .arg(200)
-            .query::<i64>(&mut c)
-            .unwrap()
-            >= 1
-    });
+    support::await_acknowledged(&master);
     let dsn = format!(
         "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=1000",
         master.port
@@ -203,16 +194,7 @@ fn a_demoted_master_answering_readonly_on_an_open_link() {
     // the lease end at its bound (it cannot be renewed anywhere).
     let master = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    await_until(SEC * 10, "the replica to acknowledge writes", || {
-        let mut c = master.conn();
-        let _: () = redis::cmd("SET").arg("probe").arg(1).query(&mut c).unwrap();
-        redis::cmd("WAIT")
-            .arg(1)
-            .arg(200)
-            .query::<i64>(&mut c)
-            .unwrap()
-            >= 1
-    });
+    support::await_acknowledged(&master);
     let dsn = format!(
         "redis://127.0.0.1:{}?timeout=0.5&read_timeout=1",
         master.port
@@ -632,6 +614,80 @@ fn a_release_whose_wait_goes_unanswered_is_released_all_the_same() {
     assert!(released.unwrap(), "released");
     assert!(metrics::get(Counter::WaitShortfalls) > shortfalls);
     assert!(!exists(&mut master.conn(), "lock:{wait_stalls}"));
+}
+
+/// A hold restored from its token (`Lock::restore`) counts on no more than the
+/// replicas have (review, stop 60). Its holder's refresh to a longer ttl fell
+/// short of its WAIT (the replica stopped), which leaves the master's lease
+/// longer than the replica's: the holder counts on the shorter one, but the
+/// restored object read the master's alone and counted on the longer one, which
+/// a failover gives to another client while it still does. Now its first call
+/// that counts on the hold (here `holding()`) WAITs for the lease as read: it
+/// falls short too, and nothing is counted on.
+#[test]
+fn a_restored_hold_counts_on_no_more_than_the_replicas_have() {
+    let (master, replica) = master_and_replica();
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=1000",
+        master.port
+    );
+    let mut holder = Lock::new(lease(&dsn, "restored"), SEC * 5);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    let taken = Instant::now();
+    replica.signal("STOP");
+    let refreshed = holder.refresh(SEC * 60);
+    let token = holder.detach().expect("held");
+    let mut restored = Lock::restore(lease(&dsn, "restored"), SEC * 60, token, false).unwrap();
+    let asked = restored.holding();
+    replica.signal("CONT");
+    assert!(
+        matches!(&refreshed, Err(Error::Connection(m)) if m.contains("wait_replicas")),
+        "the refresh fell short: {refreshed:?}"
+    );
+    let counted = restored.hold().map(|h| h.safe_until());
+    assert!(
+        counted.is_none_or(|until| until <= taken + SEC * 5),
+        "counted on {:?} past what the replica has (asked: {asked:?})",
+        counted.map(|until| until.saturating_duration_since(taken + SEC * 5))
+    );
+    assert!(
+        matches!(&asked, Err(Error::Connection(m)) if m.contains("wait_replicas")),
+        "{asked:?}"
+    );
+    // With the replica back (and caught up), the same call counts on the lease
+    // it now has.
+    support::await_acknowledged(&master);
+    assert_eq!(restored.holding().unwrap(), Some(false), "held alone");
+    assert!(restored.hold().unwrap().safe_until() > taken + SEC * 30);
+}
+
+/// The same ask of a lock whose expiry was taken off outside the library (a
+/// PERSIST): the refresh that makes the WAIT cover the lease sets it to at
+/// least the ttl the restored hold counts on, and never cuts it (review of the
+/// fix: to at least 1 ms, it ended the lock at once).
+#[test]
+fn a_restored_lock_without_expiry_is_not_cut() {
+    let (master, _replica) = master_and_replica();
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=2000",
+        master.port
+    );
+    let mut holder = Lock::new(lease(&dsn, "persisted"), SEC * 5);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    let mut raw = master.conn();
+    let _: i64 = redis::cmd("PERSIST")
+        .arg("lock:{persisted}")
+        .query(&mut raw)
+        .unwrap();
+    let token = holder.detach().expect("held");
+    let mut restored = Lock::restore(lease(&dsn, "persisted"), SEC * 30, token, false).unwrap();
+    assert_eq!(restored.holding().unwrap(), Some(false), "held alone");
+    let left: i64 = redis::cmd("PTTL")
+        .arg("lock:{persisted}")
+        .query(&mut raw)
+        .unwrap();
+    assert!(left > 25_000, "the lock's lease is {left} ms");
+    assert!(restored.release().unwrap());
 }
 
 /// A grant whose WAIT outlasted its lease (review, stop 55): the replica

@@ -226,16 +226,7 @@ fn with_wait_replicas_a_renewal_counts_only_once_replicated() {
     let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
     // Online is not enough: right after its first sync a replica may not
     // acknowledge for a moment. Wait until it acknowledges a write.
-    await_until(MS * 10_000, "the replica to acknowledge writes", || {
-        let mut c = master.conn();
-        let _: () = redis::cmd("SET").arg("probe").arg(1).query(&mut c).unwrap();
-        redis::cmd("WAIT")
-            .arg(1)
-            .arg(200)
-            .query::<i64>(&mut c)
-            .unwrap()
-            >= 1
-    });
+    support::await_acknowledged(&master);
     // Long enough that a loaded machine still confirms a renewal in time.
     let ttl = MS * 1500;
     let query = "?wait_replicas=1&wait_timeout=1000";

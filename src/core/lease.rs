@@ -1554,6 +1554,43 @@ impl Lease {
         self.parse_owned(v)
     }
 
+    /// What Redis says of a hold taken elsewhere (`Lock::restore`), to be counted
+    /// on: with `wait_replicas`, only once the replicas have the lease as read. A
+    /// refresh whose WAIT fell short leaves the master's lease longer than theirs
+    /// (its holder counts on no more than they have); read from the master alone,
+    /// the restored hold would count on the longer one, and a failover then gives
+    /// the lock to another while it still does (review, stop 60). So the read is
+    /// followed by an owner-checked refresh that shortens nothing and always
+    /// writes (refresh.lua), WAITed for: the replicas then have every write
+    /// before it, the lease as read included. To at least what was read, or,
+    /// for a lock with no expiry (never set by us), `ttl`, which the hold then
+    /// counts on (`Hold::found`).
+    pub fn inspect_replicated(&self, token: &Token, ttl: Duration) -> Result<Option<Owned>> {
+        let (v, acks) = self.call_idempotent(|c| {
+            let v: Value = scripts::INSPECT
+                .key(self.keys.lock())
+                .key(self.keys.holders())
+                .key(self.keys.weights())
+                .arg(token.as_str())
+                .call(&mut *c.inner)?;
+            if v == Value::Nil || self.endpoint.wait.is_none() {
+                return Ok((v, None));
+            }
+            let read = self.parse_owned(v.clone()).ok().flatten();
+            let at_least = read
+                .and_then(|o| o.left)
+                .unwrap_or(ttl)
+                .max(Duration::from_millis(1));
+            match self.refresh_on(c, token, at_least, Extend::Grant)? {
+                (1, acks) => Ok((v, acks)),
+                // Gone between the two: not ours to count on.
+                _ => Ok((Value::Nil, None)),
+            }
+        })?;
+        self.replicated(acks, "The restored lease was read")?;
+        self.parse_owned(v)
+    }
+
     /// Settles a claim of `token` whose outcome is unknown: what it holds (with a
     /// session's data); otherwise it leaves the queue and is voided, so the claim
     /// can never take the lease later.

@@ -174,7 +174,7 @@ impl Lock {
         }
         let generation = sentinel::generation(&self.lease.endpoint);
         let asked = Instant::now();
-        let found = self.lease.inspect(&token)?;
+        let found = self.lease.inspect_replicated(&token, self.ttl)?;
         self.unverified = false;
         // Replaced, not converted: the unwatched one goes first. The same token,
         // so the same process's to release.

@@ -914,17 +914,11 @@ impl HoldingProxy {
     }
 }
 
-/// A master (A) and its replica (B), in sync: a WAIT on A is answered by B.
-pub fn master_and_replica() -> (RedisServer, RedisServer) {
-    let a = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
-    let b = RedisServer::start_with(&[
-        "--replicaof",
-        "127.0.0.1",
-        &a.port.to_string(),
-        "--repl-diskless-sync-delay",
-        "0",
-    ]);
-    let mut raw = a.conn();
+/// Blocks until `master`'s replica acknowledges a write: online is not enough
+/// (right after its first sync, or a SIGCONT, a replica may not acknowledge for
+/// a moment).
+pub fn await_acknowledged(master: &RedisServer) {
+    let mut raw = master.conn();
     await_until(
         Duration::from_secs(10),
         "the replica to acknowledge writes",
@@ -942,5 +936,18 @@ pub fn master_and_replica() -> (RedisServer, RedisServer) {
                 >= 1
         },
     );
+}
+
+/// A master (A) and its replica (B), in sync: a WAIT on A is answered by B.
+pub fn master_and_replica() -> (RedisServer, RedisServer) {
+    let a = RedisServer::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let b = RedisServer::start_with(&[
+        "--replicaof",
+        "127.0.0.1",
+        &a.port.to_string(),
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    await_acknowledged(&a);
     (a, b)
 }
