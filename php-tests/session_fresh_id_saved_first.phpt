@@ -1,5 +1,5 @@
 --TEST--
-Sessions called directly, as Laravel does: a fresh id this request never read (regenerate(): migrate()) is written only where nothing was saved under it. Another request that saved under it first (it got the fresh cookie; or it saved after this write timed out, and the write then lands late) keeps its save: the fresh id is refused, quietly (false without a warning, counted as a write conflict). Review, stop 59: before, it was written over
+Sessions called directly, as Laravel does: a fresh id a request moved to from a session it read (regenerate(): migrate()) is written only where nothing was saved under it. Another request that saved under it first (it got the fresh cookie; or it saved after this write timed out, and the write then lands late) keeps its save: the fresh id is refused, quietly (false without a warning, counted as a write conflict). Review, stop 59: before, it was written over. A handler that never reads (a write-only wrapper's store, as Symfony's MigratingSessionHandler makes) writes over what is there
 --FILE--
 <?php
 require __DIR__ . '/inc/redis.inc';
@@ -33,6 +33,13 @@ $empty = rl_key('fresh-empty');
 rl_same('a fresh id nobody saved under is written', [true, 'a|i:1;', []],
     [$h->write($empty, 'a|i:1;'), $raw->cmd('GET', "PHPREDIS_SESSION:$empty"), $warnings]);
 $h->close();
+// A handler that never reads (the new store of Symfony's MigratingSessionHandler, written to beside
+// the one read from) writes over what is there, as it means to.
+$w = new RedisLockingSessionHandler($srv['dsn']);
+$w->open('', 'PHPSESSID');
+rl_same('a write-only handler writes over a stored session', [true, 'cart|i:2;', []],
+    [$w->write($fresh, 'cart|i:2;'), $raw->cmd('GET', "PHPREDIS_SESSION:$fresh"), $warnings]);
+$w->close();
 echo "done\n";
 ?>
 --EXPECT--
@@ -42,4 +49,5 @@ ok: the fresh id is refused, quietly
 ok: ... the other request's save kept
 ok: ... counted as a write conflict
 ok: a fresh id nobody saved under is written
+ok: a write-only handler writes over a stored session
 done

@@ -99,7 +99,9 @@ namespace {
          * @param string $token A token from getToken() or detach().
          * @param float $ttl The lease length refresh() and renewals extend it to.
          * @throws \ValueError on a malformed token, key, ttl or DSN.
-         * @throws \RedisLease\ConnectionException with $autoRenew, when Redis cannot be asked.
+         * @throws \RedisLease\ConnectionException with $autoRenew, when Redis cannot be asked (with
+         *         wait_replicas: or too few replicas acknowledge the lease as read; the first call that
+         *         counts on a restored hold asks the same way, and throws the same).
          */
         public static function restore(string $key, #[\SensitiveParameter] string $token, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false): DistributedLock {}
 
@@ -392,7 +394,9 @@ namespace {
          * @param string $token A token from getToken() or detach().
          * @param float $ttl The lease length refresh() and renewals extend it to.
          * @throws \ValueError on a malformed token, key, limit, ttl or DSN.
-         * @throws \RedisLease\ConnectionException with $autoRenew, when Redis cannot be asked.
+         * @throws \RedisLease\ConnectionException with $autoRenew, when Redis cannot be asked (with
+         *         wait_replicas: or too few replicas acknowledge the lease as read; the first call that
+         *         counts on a restored hold asks the same way, and throws the same).
          */
         public static function restore(string $key, int $limit, #[\SensitiveParameter] string $token, float $ttl = 30.0, #[\SensitiveParameter] ?string $dsn = null, bool $autoRenew = false): DistributedSemaphore {}
 
@@ -490,10 +494,13 @@ namespace {
          * Frameworks that call the handler directly (Laravel) also write sessions they did not read:
          * a fresh id after regenerate(), and an id saved a second time (an early save, then the
          * framework's own). The same data again: true, nothing sent. Otherwise the write is made in
-         * one step only while no other request holds (or waits for) the session's lock, and, after
-         * this request's own save, only over the data it saved (waiting for the lock as read() does):
-         * another request's write in between is never overwritten. A write refused that way returns
-         * false without a warning (the session_write_conflicts counter shows them).
+         * one step only while no other request holds (or waits for) the session's lock; after this
+         * request's own save, only over the data it saved (waiting for the lock as read() does); and a
+         * fresh id the request moved to from a session it read, only while nothing is stored under it:
+         * another request's write in between (or one made while this write, timed out, was late) is
+         * never overwritten. A handler that never reads (the new store of Symfony's
+         * MigratingSessionHandler) writes over what is there. A write refused that way returns false
+         * without a warning (the session_write_conflicts counter shows them).
          *
          * A fresh id that a read-only request moved to (session_regenerate_id(), Laravel's
          * regenerate()) carries what it read: it is written only while the session read still holds

@@ -133,7 +133,8 @@ impl Lock {
             if let Err(e) = self.verify() {
                 // The caller gets no object: the hold stays its giver's (or the
                 // next restore's), not released as this one goes.
-                // Nothing was refreshed yet: detaching asks Redis nothing.
+                // Detaching asks Redis nothing (what the ask refreshed, with
+                // wait_replicas, it never shortened).
                 self.detach();
                 return Err(e);
             }

@@ -258,7 +258,10 @@ impl Session {
 /// (`SessionStore::put`).
 #[derive(Clone, Copy, Debug)]
 pub enum Expect<'a> {
-    /// No data at all (a fresh id this request never saw: a write that lands
+    /// Anything (an id a handler that never reads writes: a write-only wrapper,
+    /// as Symfony's MigratingSessionHandler makes of its new store).
+    Any,
+    /// No data at all (a fresh id this request moved to: a write that lands
     /// late, after another request saved under it, changes nothing).
     Absent,
     /// Exactly this data.
@@ -889,6 +892,7 @@ impl SessionStore {
                 .arg(data)
                 .arg(secs)
                 .arg(match expected {
+                    Expect::Any => "any",
                     Expect::Absent => "absent",
                     Expect::Data(_) => "if",
                 })

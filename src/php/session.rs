@@ -550,11 +550,14 @@ impl Handler {
     /// A session this request let go of is written only over what the request
     /// last saw of it (the same data again: nothing to do), waiting for its lock
     /// as a read does: another request's write in between is never overwritten.
-    /// One it never saw (a fresh id) is written only while no other request
-    /// holds (or waits for) its lock, and has saved nothing under it: a request
-    /// that got the fresh cookie and saved first keeps its save, and so does one
-    /// that saved after this write timed out, which then lands late (review,
-    /// stop 59: it was written over). A write refused that way returns false, without a warning:
+    /// One it never saw is written only while no other request holds (or waits
+    /// for) its lock; and when the request moved to it from a session it read
+    /// (a fresh id), only while nothing is stored under it: a request that got
+    /// the fresh cookie and saved first keeps its save, and so does one that
+    /// saved after this write timed out, which then lands late (review, stop 59:
+    /// it was written over). A handler that never reads (a write-only wrapper's
+    /// store, as Symfony's MigratingSessionHandler makes) writes over what is
+    /// there, as it means to. A write refused that way returns false, without a warning:
     /// the framework carries on, and the conflict is counted
     /// (session_write_conflicts). One it destroyed is not written again.
     fn write_unopened(
@@ -592,6 +595,8 @@ impl Handler {
                 )
             }
             None => {
+                // Moved here from a session it read (or saved and let go of).
+                let moved = self.session.is_some() || self.origin.is_some();
                 // A fresh id while another session is open (regenerate() without
                 // destroying the old id): the request moved on, so that one is
                 // unlocked now.
@@ -620,7 +625,11 @@ impl Handler {
                     }
                     Err(e) => return Out::warn(false, failed_message(id, "written", &e)),
                 }
-                Expect::Absent
+                if moved {
+                    Expect::Absent
+                } else {
+                    Expect::Any
+                }
             }
         };
         let result = match self.store.put_packed(id, &stored, ttl, expected) {
@@ -672,6 +681,7 @@ impl Handler {
             && match expected {
                 Expect::Data(d) => found == Some(d),
                 Expect::Absent => now.is_none(),
+                Expect::Any => true,
             };
         if !as_seen {
             self.store.close(&mut s)?;

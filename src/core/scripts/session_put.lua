@@ -4,7 +4,7 @@
 -- last saw of it: a write after an early save must not overwrite what another
 -- request saved in between, nor a write that lands late, after it timed out.
 -- KEYS[1] data, KEYS[2] lock, KEYS[3] waiters, KEYS[4] this write's marker
--- ARGV[1] data, ARGV[2] data ttl in seconds, ARGV[3] 'if' or 'absent',
+-- ARGV[1] data, ARGV[2] data ttl in seconds, ARGV[3] 'any', 'if' or 'absent',
 -- ARGV[4] the data expected ('if'), ARGV[5] how long the marker lasts, in ms
 -- Returns 1 when written, 0 when another request holds or waits for the lock
 -- (nothing changed), -1 when the data is no longer what was expected.
@@ -22,7 +22,8 @@ if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 then
 end
 -- Data that is already what we write is written again (nothing is lost).
 local now = redis.call('GET', KEYS[1])
-local as_seen = (ARGV[3] == 'if' and now == ARGV[4]) or (ARGV[3] == 'absent' and not now)
+local as_seen = ARGV[3] == 'any' or (ARGV[3] == 'if' and now == ARGV[4])
+  or (ARGV[3] == 'absent' and not now)
 if not as_seen and now ~= ARGV[1] then
   return -1
 end
