@@ -135,9 +135,19 @@ $dk = 'PHPREDIS_SESSION:' . $sid;
 $lk = '{PHPREDIS_SESSION:' . $sid . '}:lock';
 take_ours();
 rl_same('validateId() before read(): false (no such session)', false, outcome(fn() => $h->validateId($sid)));
-rl_same('updateTimestamp() before read(): false', false, outcome(fn() => $h->updateTimestamp($sid, 'a|i:1;')));
-rl_same('... with a warning of ours', 1, count(take_ours()));
-rl_same('... it created no key', [], $raw->cmd('KEYS', '*' . $sid . '*'));
+// A write-only store (Symfony's MigratingSessionHandler's new one) is told of
+// an unchanged session this way: as write(), and without a warning.
+rl_same('updateTimestamp() before read(): true (as write())', true, outcome(fn() => $h->updateTimestamp($sid, 'a|i:1;')));
+rl_same('... without a warning', 0, count(take_ours()));
+rl_same('... the data written, no lock left', ['a|i:1;', []], [$raw->cmd('GET', $dk), rl_session_lock_keys($raw, $sid)]);
+// What is stored is never written over (another request may have saved newer
+// data there): its expiry is extended.
+$raw->cmd('SET', $dk, 'newer|i:1;', 'EX', '100');
+$w = new RedisLockingSessionHandler($dsn);
+rl_same('updateTimestamp() of a stored session: true, no warning', [true, 0], [outcome(fn() => $w->updateTimestamp($sid, 'a|i:1;')), count(take_ours())]);
+rl_same('... what is stored kept, its expiry extended', ['newer|i:1;', true], [$raw->cmd('GET', $dk), $raw->cmd('TTL', $dk) > 100]);
+$raw->cmd('SET', $dk, 'a|i:1;');
+unset($w);
 // Frameworks write ids they never read (Laravel's regenerate()): one step, no lock left.
 rl_same('write() before read(): true (a write of an id nobody holds)', true, outcome(fn() => $h->write($sid, 'a|i:1;')));
 rl_same('... without a warning', 0, count(take_ours()));
@@ -312,9 +322,11 @@ ok: reconstruct: acquire the first key
 ok: reconstruct: __construct() again releases the first key's lock
 ok: reconstruct: nothing left locked
 ok: validateId() before read(): false (no such session)
-ok: updateTimestamp() before read(): false
-ok: ... with a warning of ours
-ok: ... it created no key
+ok: updateTimestamp() before read(): true (as write())
+ok: ... without a warning
+ok: ... the data written, no lock left
+ok: updateTimestamp() of a stored session: true, no warning
+ok: ... what is stored kept, its expiry extended
 ok: write() before read(): true (a write of an id nobody holds)
 ok: ... without a warning
 ok: ... only the data key exists (and its short-lived marker)

@@ -1,5 +1,5 @@
 --TEST--
-Sessions called directly, as Laravel does: a fresh id a request moved to from a session it read (regenerate(): migrate()) is written only where nothing was saved under it. Another request that saved under it first (it got the fresh cookie; or it saved after this write timed out, and the write then lands late) keeps its save: the fresh id is refused, quietly (false without a warning, counted as a write conflict). Review, stop 59: before, it was written over. A handler that never reads (a write-only wrapper's store, as Symfony's MigratingSessionHandler makes) writes over what is there
+Sessions called directly, as Laravel does: a fresh id a request moved to from a session it read (regenerate(): migrate()) is written only where nothing was saved under it. Another request that saved under it first (it got the fresh cookie; or it saved after this write timed out, and the write then lands late) keeps its save: the fresh id is refused, quietly (false without a warning, counted as a write conflict). Review, stop 59: before, it was written over. A handler that never reads (a write-only wrapper's store, as Symfony's MigratingSessionHandler makes) writes over what is there. A second fresh id (a second regenerate()) is written as the first (review, stop 61: it was written over a save)
 --FILE--
 <?php
 require __DIR__ . '/inc/redis.inc';
@@ -33,6 +33,19 @@ $empty = rl_key('fresh-empty');
 rl_same('a fresh id nobody saved under is written', [true, 'a|i:1;', []],
     [$h->write($empty, 'a|i:1;'), $raw->cmd('GET', "PHPREDIS_SESSION:$empty"), $warnings]);
 $h->close();
+// A second fresh id (a second regenerate(), after the first fresh id was saved):
+// moved to as the first was (review, stop 61: written over a save).
+$h->open('', 'PHPSESSID');
+[$s2, $n1, $n2] = [rl_key('second-old'), rl_key('second-new1'), rl_key('second-new2')];
+rl_same('a request reads its session, then saves a first fresh id', ['', true],
+    [$h->read($s2), $h->write($n1, 'u|i:1;')]);
+$other->open('', 'PHPSESSID');
+rl_same('another request saves under the second fresh id', ['', true],
+    [$other->read($n2), $other->write($n2, 'cart|i:3;')]);
+$other->close();
+rl_same('the second fresh id is refused, quietly; the save kept', [false, 'cart|i:3;', []],
+    [$h->write($n2, 'u|i:2;'), $raw->cmd('GET', "PHPREDIS_SESSION:$n2"), $warnings]);
+$h->close();
 // A handler that never reads (the new store of Symfony's MigratingSessionHandler, written to beside
 // the one read from) writes over what is there, as it means to.
 $w = new RedisLockingSessionHandler($srv['dsn']);
@@ -49,5 +62,8 @@ ok: the fresh id is refused, quietly
 ok: ... the other request's save kept
 ok: ... counted as a write conflict
 ok: a fresh id nobody saved under is written
+ok: a request reads its session, then saves a first fresh id
+ok: another request saves under the second fresh id
+ok: the second fresh id is refused, quietly; the save kept
 ok: a write-only handler writes over a stored session
 done

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use redis_lease::core::dsn::{Endpoint, Timeouts};
 use redis_lease::core::lease::{Hold, Lease, LeaseKeys};
+use redis_lease::core::lock::Lock;
 use redis_lease::core::session::{Saved, SessionConfig, SessionStore};
 use support::{await_until, exists, info_count, migrate, ClusterSet};
 
@@ -625,4 +626,106 @@ fn renewals_sent_again_on_one_master_are_still_waited_for_on_the_others() {
         assert!(l.hold().is_some(), "{n}: renewed and acknowledged");
         assert!(l.release().unwrap(), "{n}: held throughout");
     }
+}
+
+/// The replica serving as `master`'s, per CLUSTER REPLICAS (once it has one).
+fn replica_of<'a>(set: &'a ClusterSet, master: &support::RedisServer) -> &'a support::RedisServer {
+    let id = set.node_id(master);
+    let mut port = None;
+    await_until(SEC * 10, "the master to list its replica", || {
+        let lines: Vec<String> = redis::cmd("CLUSTER")
+            .arg("REPLICAS")
+            .arg(&id)
+            .query(&mut master.conn())
+            .unwrap();
+        port = lines
+            .first()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|a| a.split(['@', ':']).nth(1))
+            .and_then(|p| p.parse::<u16>().ok());
+        port.is_some()
+    });
+    set.nodes.iter().find(|n| Some(n.port) == port).unwrap()
+}
+
+/// A Cluster announces no failover. Before, nothing checked a hold on the
+/// promoted replica (no Sentinel generation: every check inert), and a holder
+/// that sent nothing counted on a lock the new master did not have for its
+/// whole ttl (two holders; review of stop 61). Now the watchdog asks for the
+/// slot map while it watches holds: a slot served by another master counts as
+/// a failover, a hold the new master lacks is lost to its holder, who sent
+/// nothing, and one it keeps for less is counted on no longer than it keeps it.
+#[test]
+fn a_failover_nobody_called_through_is_learned_and_holds_the_new_master_lacks_are_lost() {
+    let mut set = ClusterSet::start(3, 1);
+    let dsn = set.dsn("?timeout=0.5&read_timeout=1");
+    // Two locks on one master, not renewed: only the failover check watches them.
+    let first = "kept";
+    let master_port = set.owner_of(&format!("lock:{{{first}}}")).port;
+    let second = (0..)
+        .map(|i| format!("gone{i}"))
+        .find(|n| set.owner_of(&format!("lock:{{{n}}}")).port == master_port)
+        .unwrap();
+    let (kept_key, gone_key) = (format!("lock:{{{first}}}"), format!("lock:{{{second}}}"));
+    let m = set
+        .nodes
+        .iter()
+        .position(|n| n.port == master_port)
+        .unwrap();
+    let replica_port = replica_of(&set, &set.nodes[m]).port;
+    let r = set
+        .nodes
+        .iter()
+        .position(|n| n.port == replica_port)
+        .unwrap();
+    let mut kept = Lock::new(lease(&dsn, first), SEC * 30);
+    let mut gone = Lock::new(lease(&dsn, &second), SEC * 30);
+    assert!(kept.acquire(Duration::ZERO).unwrap());
+    await_until(SEC * 5, "the replica to have the first", || {
+        let mut c = set.nodes[r].conn();
+        let _: () = redis::cmd("READONLY").query(&mut c).unwrap();
+        exists(&mut c, &kept_key)
+    });
+    // The replica stops hearing from its master, which then grants the second
+    // lock and extends the first (neither reaches the replica), and dies
+    // (Its link closed by the master: what it had sent stays in the kernel's
+    // buffers, and a stopped replica would read it on waking.)
+    set.nodes[r].signal("STOP");
+    let dropped: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut set.nodes[m].conn())
+        .unwrap();
+    assert_eq!(dropped, 1, "the replica's link");
+    assert!(gone.acquire(Duration::ZERO).unwrap());
+    assert!(kept.refresh(SEC * 60).unwrap());
+    assert!(kept.hold().unwrap().safe_until() > Instant::now() + SEC * 55);
+    set.nodes[m].kill_and_hold_port();
+    set.nodes[r].signal("CONT");
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .arg("FORCE")
+        .query(&mut set.nodes[r].conn())
+        .unwrap();
+    await_until(SEC * 15, "the replica to take over", || {
+        set.owner_of(&kept_key).port == replica_port
+    });
+    assert!(
+        !exists(&mut set.nodes[r].conn(), &gone_key),
+        "the promoted replica never had the second lock"
+    );
+    // Neither holder sends anything: the watchdog learns of it within its poll.
+    await_until(SEC * 10, "the missing hold to be reported lost", || {
+        gone.hold().is_none()
+    });
+    assert!(
+        kept.hold().is_some(),
+        "a hold the new master has stays held"
+    );
+    await_until(SEC * 10, "the extended hold to be checked", || {
+        kept.hold().unwrap().safe_until() < Instant::now() + SEC * 31
+    });
+    assert!(kept.release().unwrap());
+    assert!(!gone.release().unwrap());
 }

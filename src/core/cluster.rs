@@ -12,18 +12,91 @@
 //! anything of a call was written leaves nothing that may have run
 //! (`Link::sent_nothing`): the caller fails it as a checkout that could not
 //! connect, with nothing to settle.
+//!
+//! A Cluster announces no failover, so this process counts the changes it
+//! sees (`generation`): a MOVED, or a slot map in which a slot has another
+//! master. What a Sentinel service's generation guards (a grant learned from a
+//! master since replaced, a hold to look for on the new master) is then
+//! guarded here too, from the moment a link of this process learns of it; the
+//! watchdog asks for the slot map while it watches holds, so a holder that
+//! sends nothing learns of it too. A slot moved by resharding counts as well:
+//! what is checked then is found where it moved.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use redis::{Cmd, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 
-use crate::core::dsn::{Addr, Endpoint};
+use crate::core::dsn::{Addr, Endpoint, Topology};
 use crate::core::error::Result;
 use crate::core::metrics::{self, Counter};
+use crate::core::pid::PerProcess;
 
 /// Opens a connection to one node, authenticated and, for TLS, with its
 /// handshake done (topology's `node`).
 pub(crate) type Connect = fn(&Endpoint, &Addr) -> Result<redis::Connection>;
+
+/// What this process knows of a Cluster (by its seeds): its generation (see
+/// the module's header), from 1 or above, so that every check of one is live;
+/// and the last slot map any link of it was given: a link made after a
+/// failover compares its first map with what the others saw before.
+struct Known {
+    topology: Topology,
+    generation: u64,
+    slots: Vec<(u16, u16, Addr)>,
+}
+
+/// Per process: a child forked while the watchdog thread held the lock
+/// starts with a registry of its own, above every generation its parent had
+/// (`HIGHEST`): a hold it inherited is then looked for again.
+static KNOWN: PerProcess<Mutex<Vec<Known>>> = PerProcess::new();
+
+/// The highest generation of any Cluster in this process (or its parent).
+static HIGHEST: AtomicU64 = AtomicU64::new(0);
+
+fn with_known<T>(ep: &Endpoint, f: impl FnOnce(&mut Known) -> T) -> T {
+    let mut all = KNOWN.get(|| Mutex::new(Vec::new()), |_| {}).lock();
+    let i = match all.iter().position(|k| k.topology == ep.topology) {
+        Some(i) => i,
+        None => {
+            all.push(Known {
+                topology: ep.topology.clone(),
+                generation: HIGHEST.load(Ordering::Acquire) + 1,
+                slots: Vec::new(),
+            });
+            all.len() - 1
+        }
+    };
+    let out = f(&mut all[i]);
+    HIGHEST.fetch_max(all[i].generation, Ordering::AcqRel);
+    out
+}
+
+/// The current generation of `ep`'s Cluster: it grows each time this process
+/// sees a slot served by another master.
+pub(crate) fn generation(ep: &Endpoint) -> u64 {
+    with_known(ep, |k| k.generation)
+}
+
+/// A link to `ep`'s Cluster was told a slot is served by another master.
+fn switched(ep: &Endpoint) {
+    with_known(ep, |k| k.generation += 1);
+    metrics::incr(Counter::MasterChanges);
+}
+
+/// A link to `ep`'s Cluster was given `slots`: a switch if they differ from
+/// the last map this process was given.
+fn mapped(ep: &Endpoint, slots: Vec<(u16, u16, Addr)>) {
+    let changed = with_known(ep, |k| {
+        let changed = !k.slots.is_empty() && k.slots != slots;
+        k.slots = slots;
+        changed
+    });
+    if changed {
+        switched(ep);
+    }
+}
 
 /// The slot of `key`: of its hash tag (`{...}`, when not empty), else of it all.
 pub(crate) fn slot(key: &[u8]) -> u16 {
@@ -311,11 +384,21 @@ impl Cluster {
                 }
             }
             slots.sort_unstable();
+            let map = slots
+                .iter()
+                .map(|&(first, last, i)| (first, last, self.nodes[i].addr.clone()))
+                .collect();
+            mapped(&self.ep, map);
             self.slots = slots;
             self.stale = false;
             return Ok(());
         }
         Err(why.join("; "))
+    }
+
+    /// Asks for the slot map now, within a read timeout; whether a node answered.
+    pub(crate) fn learn_slots(&mut self) -> bool {
+        self.refresh(Some(Instant::now() + self.timeout)).is_ok()
     }
 
     /// Asks for the slot map again if it is stale (within a read timeout; if
@@ -407,6 +490,11 @@ impl Cluster {
             };
             let next = match (redirect("MOVED"), redirect("ASK")) {
                 (Some(addr), _) => {
+                    // Counted now, before the reply it leads to is used: the
+                    // map is asked for again only at the next command.
+                    if !self.stale {
+                        switched(&self.ep);
+                    }
                     self.stale = true;
                     Some((self.node_at(addr), false))
                 }

@@ -30,7 +30,6 @@ use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pending::{self, Leftover};
 use crate::core::pool::{self, connection_error, Conn};
 use crate::core::scripts;
-use crate::core::sentinel;
 pub use crate::core::token::Token;
 use crate::core::topology;
 use crate::core::watchdog;
@@ -573,7 +572,7 @@ impl Lease {
                 let voided = told.is_some();
                 return Ok(Confirmed::Lapsed { voided });
             }
-            let now = sentinel::generation(&self.endpoint);
+            let now = topology::generation(&self.endpoint);
             if now == generation {
                 return Ok(told.map_or(Confirmed::Stands, Confirmed::Newer));
             }
@@ -623,7 +622,7 @@ impl Lease {
     /// sentinels, for a subscription may not have told us yet).
     pub(crate) fn switched_since(&self, generation: u64) -> bool {
         generation != 0
-            && (sentinel::generation(&self.endpoint) != generation
+            && (topology::generation(&self.endpoint) != generation
                 || topology::ask_master(&self.endpoint).is_some_and(|(_, g)| g != generation))
     }
 
@@ -715,7 +714,7 @@ impl Lease {
     /// returns `Error::Unresolved` with the token for the caller to settle.
     pub(crate) fn claim<C: Claim>(&self, c: &C, wait: Duration) -> Result<Waited<C::Won>> {
         pending::settle(&self.endpoint)?;
-        let generation = sentinel::generation(&self.endpoint);
+        let generation = topology::generation(&self.endpoint);
         let deadline = Instant::now() + wait;
         let fresh = || c.token().cloned().unwrap_or_else(Token::generate);
         let mut token = fresh();
@@ -1287,7 +1286,7 @@ impl Lease {
     fn unlock_hold(&self, hold: &Hold, maybe_done: bool) -> Result<i64> {
         // A 0 from a master learned of since the hold was last known to be on
         // one says a failover lost the lock, not that our first run freed it.
-        let started = sentinel::generation(&self.endpoint);
+        let started = topology::generation(&self.endpoint);
         let generation = hold.known_generation().unwrap_or(started);
         let answered = Cell::new(None);
         let run = |c: &mut Conn, again: bool| {
@@ -1543,15 +1542,18 @@ impl Lease {
 
     /// What `token` holds per Redis, if anything.
     pub fn inspect(&self, token: &Token) -> Result<Option<Owned>> {
-        let v: Value = self.call_idempotent(|c| {
-            scripts::INSPECT
-                .key(self.keys.lock())
-                .key(self.keys.holders())
-                .key(self.keys.weights())
-                .arg(token.as_str())
-                .call(&mut *c.inner)
-        })?;
+        let v = self.call_idempotent(|c| self.inspect_on(c, token))?;
         self.parse_owned(v)
+    }
+
+    /// inspect.lua's reply for `token`, on `c`.
+    fn inspect_on(&self, c: &mut Conn, token: &Token) -> redis::RedisResult<Value> {
+        scripts::INSPECT
+            .key(self.keys.lock())
+            .key(self.keys.holders())
+            .key(self.keys.weights())
+            .arg(token.as_str())
+            .call(&mut *c.inner)
     }
 
     /// What Redis says of a hold taken elsewhere (`Lock::restore`), to be counted
@@ -1567,12 +1569,7 @@ impl Lease {
     /// counts on (`Hold::found`).
     pub fn inspect_replicated(&self, token: &Token, ttl: Duration) -> Result<Option<Owned>> {
         let (v, acks) = self.call_idempotent(|c| {
-            let v: Value = scripts::INSPECT
-                .key(self.keys.lock())
-                .key(self.keys.holders())
-                .key(self.keys.weights())
-                .arg(token.as_str())
-                .call(&mut *c.inner)?;
+            let v = self.inspect_on(c, token)?;
             if v == Value::Nil || self.endpoint.wait.is_none() {
                 return Ok((v, None));
             }

@@ -21,7 +21,7 @@ use crate::core::hold::{self, Kind};
 use crate::core::lease::{Got, Hold, Lease, Owned, Token, Want};
 use crate::core::metrics::{self, Counter};
 use crate::core::request;
-use crate::core::sentinel;
+use crate::core::topology;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -173,7 +173,7 @@ impl Lock {
             self.set_hold(None, 0);
             return Ok(None);
         }
-        let generation = sentinel::generation(&self.lease.endpoint);
+        let generation = topology::generation(&self.lease.endpoint);
         let asked = Instant::now();
         let found = self.lease.inspect_replicated(&token, self.ttl)?;
         self.unverified = false;
@@ -372,7 +372,7 @@ impl Lock {
     /// own, that master is asked in turn, until the master stays the same.
     fn adopt_unresolved(&mut self, token: Token) -> Result<()> {
         let ep = self.lease.endpoint.clone();
-        let mut generation = sentinel::generation(&ep);
+        let mut generation = topology::generation(&ep);
         loop {
             // The lease, if ours, was set before we asked: it ends no earlier than
             // `asked` plus what Redis says is left; renewals extend it to the ttl.
@@ -403,14 +403,14 @@ impl Lock {
                 // of since may still queue it, to hand it the lock for nobody:
                 // it leaves for good there.
                 Ok(false) => {
-                    if sentinel::generation(&ep) != generation {
+                    if topology::generation(&ep) != generation {
                         self.lease.abandon_or_defer(token, self.ttl, false);
                     }
                     return Ok(());
                 }
                 Err(e) => return Err(self.let_go_settled(e)),
             }
-            let now = sentinel::generation(&ep);
+            let now = topology::generation(&ep);
             if now == generation {
                 return Ok(());
             }
@@ -526,7 +526,7 @@ impl Lock {
         if self.hold.is_some() {
             self.release()?;
         }
-        let generation = sentinel::generation(&self.lease.endpoint);
+        let generation = topology::generation(&self.lease.endpoint);
         match self.lease.acquire_as(self.ttl, wait, want, None) {
             Ok(Got::Held(hold)) => {
                 self.set_hold(Some(hold), generation);
@@ -578,7 +578,7 @@ impl Lock {
         } else {
             wait
         };
-        let generation = sentinel::generation(&self.lease.endpoint);
+        let generation = topology::generation(&self.lease.endpoint);
         let got = match self
             .lease
             .acquire_as(self.ttl, wait, want, Some(token.clone()))

@@ -24,7 +24,7 @@ use crate::core::metrics::{self, Counter, Timing};
 use crate::core::pool::Conn;
 use crate::core::request;
 use crate::core::scripts;
-use crate::core::sentinel;
+use crate::core::topology;
 
 /// phpredis's default key prefix, so sessions survive a switch from it.
 pub const DEFAULT_PREFIX: &str = "PHPREDIS_SESSION:";
@@ -450,7 +450,7 @@ impl SessionStore {
             return Ok(self.unpacked(session(Mode::Unlocked), data));
         }
         let started = Instant::now();
-        let generation = sentinel::generation(&self.endpoint);
+        let generation = topology::generation(&self.endpoint);
         let claim = SessionClaim {
             config: &self.config,
             id,
@@ -650,7 +650,7 @@ impl SessionStore {
                     let acks = s.lease.wait_replicas(c, n == 1)?;
                     Ok((n, acks))
                 };
-                let generation = sentinel::generation(&s.lease.endpoint);
+                let generation = topology::generation(&s.lease.endpoint);
                 let first = match s.lease.call(run) {
                     // Saved on a master that could not replicate it, and a failover
                     // named a new master meanwhile: as after a broken link, the save
@@ -867,6 +867,18 @@ impl SessionStore {
         expected: Expect<'_>,
     ) -> Result<Put> {
         self.put_packed(id, &self.packed(data), max_lifetime, expected)
+    }
+
+    /// Extends session `id`'s data to `max_lifetime`, if it is stored (not
+    /// a write: a newer save is never undone); whether it was.
+    pub fn expire(&self, id: &str, max_lifetime: Duration) -> Result<bool> {
+        check_id(id)?;
+        let lease = self.lease(id);
+        let key = self.data_key(id);
+        let secs = max_lifetime.as_secs().max(1);
+        let n: i64 = lease
+            .call_idempotent(|c| redis::cmd("EXPIRE").arg(&key).arg(secs).query(&mut c.inner))?;
+        Ok(n == 1)
     }
 
     /// [`SessionStore::put`] of data already in its stored form (`packed`).

@@ -169,6 +169,16 @@ impl Link {
         matches!(&self.conn, Inner::Cluster(c) if !c.wrote())
     }
 
+    /// Asks a Cluster for its slot map now (the watchdog's stand-in for a
+    /// failover announcement: a change counts in `cluster::generation`).
+    /// Whether a node answered; a link to one node has nothing to ask.
+    pub(crate) fn learn_slots(&mut self) -> bool {
+        match &mut self.conn {
+            Inner::Cluster(c) => c.learn_slots(),
+            Inner::Node(_) => true,
+        }
+    }
+
     /// Where a SCAN must run to see every key: this node (`None`), or each master
     /// of a Cluster, as the Cluster names them now.
     pub(crate) fn scan_targets(&mut self) -> RedisResult<Vec<Option<(String, u16)>>> {
@@ -588,6 +598,17 @@ pub(crate) fn ask_sentinel(
             Ok(None) => Err(format!("{sentinel}: does not know '{service}'")),
             Err(e) => Err(format!("{sentinel}: {}", describe(&e, ep))),
         },
+    }
+}
+
+/// How many failovers of `ep` this process has learned of, plus one: a
+/// Sentinel service's generation, a Cluster's (see `cluster`); 0 for one node,
+/// which has none.
+pub fn generation(ep: &Endpoint) -> u64 {
+    match ep.topology {
+        Topology::Sentinel { .. } => sentinel::generation(ep),
+        Topology::Cluster { .. } => crate::core::cluster::generation(ep),
+        _ => 0,
     }
 }
 

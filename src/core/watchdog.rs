@@ -59,6 +59,13 @@ const RESUBSCRIBE: Duration = Duration::from_millis(500);
 /// looks again.
 const SWITCH_NAP: Duration = Duration::from_millis(50);
 
+/// How often a Cluster's slot map is asked for while holds on it are watched:
+/// a Cluster announces no failover (see `cluster`).
+const CLUSTER_POLL: Duration = Duration::from_secs(1);
+
+/// How long after a check of holds that did not complete it is tried again.
+const CHECK_AGAIN: Duration = Duration::from_millis(100);
+
 /// With nothing else to do for this long, the thread ends.
 const LINGER: Duration = Duration::from_secs(2);
 
@@ -91,20 +98,31 @@ pub fn watch(
         generation,
     ));
     hold.watch = Some(w.clone());
-    let stale = generation != 0 && generation != sentinel::generation(ep);
+    let stale = generation != 0 && generation != topology::generation(ep);
     let due = w.due();
     let wd = Watchdog::current();
     let mut st = wd.state.lock();
     let lane = st.lane(ep);
     lane.watches.retain(still_watched);
     lane.watches.push(Arc::downgrade(&w));
+    let poll_at = lane.polled + CLUSTER_POLL;
     wd.run(&mut st);
     // Sleeping past this lease's first renewal, or it needs checking now, or its
-    // Sentinel service has no subscription yet.
-    let unheard = generation != 0 && !sentinel::subscribed(ep);
-    if stale || unheard || (renew && st.sleeping_until.is_some_and(|at| due < at)) {
+    // Sentinel service has no subscription yet, or past its Cluster's next poll
+    // (the thread may sleep until an idle link closes, a minute).
+    let unheard = is_sentinel(ep) && !sentinel::subscribed(ep);
+    let sleeps_past = |at: Instant| st.sleeping_until.is_some_and(|until| at < until);
+    if stale || unheard || (renew && sleeps_past(due)) || (is_cluster(ep) && sleeps_past(poll_at)) {
         st.wake();
     }
+}
+
+fn is_sentinel(ep: &Endpoint) -> bool {
+    matches!(ep.topology, Topology::Sentinel { .. })
+}
+
+fn is_cluster(ep: &Endpoint) -> bool {
+    matches!(ep.topology, Topology::Cluster { .. })
 }
 
 /// Makes sure the thread runs while the pool keeps links or a Sentinel service
@@ -216,6 +234,11 @@ struct Lane {
     link: Option<Link>,
     /// When it last had leases to watch.
     used: Instant,
+    /// When a Cluster's slot map was last asked for (see `CLUSTER_POLL`).
+    polled: Instant,
+    /// A check that did not complete (no link, no reply, a transaction aborted
+    /// by a redirect mid-migration) is tried again from then, not at once.
+    check_after: Instant,
 }
 
 /// A subscription to one sentinel of a service.
@@ -256,6 +279,8 @@ impl State {
                     watches: Vec::new(),
                     link: None,
                     used: Instant::now(),
+                    polled: Instant::now(),
+                    check_after: Instant::now(),
                 });
                 self.lanes.len() - 1
             }
@@ -416,11 +441,12 @@ impl Watchdog {
             if sentinel::switching(&lane.endpoint) {
                 continue;
             }
-            let generation = sentinel::generation(&lane.endpoint);
+            let generation = topology::generation(&lane.endpoint);
             let live: Vec<Arc<Watch>> = lane.watches.iter().filter_map(Weak::upgrade).collect();
             let check: Vec<Arc<Watch>> = live
                 .iter()
                 .filter(|w| generation != 0 && w.generation() < generation)
+                .filter(|_| lane.check_after <= now)
                 .cloned()
                 .collect();
             let renew: Vec<Arc<Watch>> = live
@@ -428,7 +454,15 @@ impl Watchdog {
                 .filter(|w| w.renew && w.due() <= now + COALESCE)
                 .cloned()
                 .collect();
-            if (!renew.is_empty() && renew.iter().any(|w| w.due() <= now)) || !check.is_empty() {
+            let poll =
+                is_cluster(&lane.endpoint) && !live.is_empty() && lane.polled + CLUSTER_POLL <= now;
+            if poll {
+                lane.polled = now;
+            }
+            if (!renew.is_empty() && renew.iter().any(|w| w.due() <= now))
+                || !check.is_empty()
+                || poll
+            {
                 work.lanes.push(LaneWork {
                     index: i,
                     endpoint: lane.endpoint.clone(),
@@ -440,13 +474,17 @@ impl Watchdog {
                     },
                     check,
                     generation,
+                    poll,
                 });
             }
         }
         // The most urgent lane first; each may spend only half of what is left of
         // the other lanes' leases.
-        work.lanes
-            .sort_by_key(|l| l.renew.iter().chain(&l.check).map(|w| w.safe_until()).min());
+        // (A lane with only a poll to do, last.)
+        work.lanes.sort_by_key(|l| {
+            let first = l.renew.iter().chain(&l.check).map(|w| w.safe_until()).min();
+            (first.is_none(), first)
+        });
         work.first_end = first_end;
         if !work.is_empty() {
             *idle_since = now;
@@ -466,6 +504,12 @@ impl Watchdog {
                 if w.renew {
                     next.push(w.due());
                 }
+            }
+            if is_cluster(&lane.endpoint) && lane.watches.iter().any(still_watched) {
+                next.push(lane.polled + CLUSTER_POLL);
+            }
+            if lane.check_after > now {
+                next.push(lane.check_after);
             }
         }
         if let Some(idle) = idle {
@@ -545,6 +589,8 @@ struct LaneWork {
     renew: Vec<Arc<Watch>>,
     check: Vec<Arc<Watch>>,
     generation: u64,
+    /// Ask a Cluster for its slot map (see `CLUSTER_POLL`).
+    poll: bool,
 }
 
 impl Work {
@@ -563,16 +609,28 @@ impl Work {
             let now = Instant::now();
             // Spend no more than half of what is left of the most urgent lease.
             let budget = first_end.map(|e| e.saturating_duration_since(now) / 2);
+            if lw.poll {
+                learn_slots(&lw.endpoint, &mut lw.link);
+            }
             if !lw.check.is_empty() {
                 check(&lw.endpoint, &mut lw.link, &lw.check, lw.generation);
             }
             if !lw.renew.is_empty() {
                 renew_on(&lw.endpoint, &mut lw.link, &lw.renew, budget);
             }
+            let unchecked = lw
+                .check
+                .iter()
+                .any(|w| w.generation() < lw.generation && !w.ended());
             let mut st = wd.state.lock();
             if let Some(lane) = st.lanes.get_mut(lw.index) {
-                if lane.link.is_none() && lw.endpoint.is(&lane.identity) {
-                    lane.link = lw.link;
+                if lw.endpoint.is(&lane.identity) {
+                    if unchecked {
+                        lane.check_after = Instant::now() + CHECK_AGAIN;
+                    }
+                    if lane.link.is_none() {
+                        lane.link = lw.link;
+                    }
                 }
             }
         }
@@ -716,6 +774,33 @@ fn listen(wd: &Watchdog, sleep: &Sleep) {
     }
 }
 
+/// Asks a Cluster for its slot map on the lane's link: a slot served by
+/// another master counts as a failover, and the holds watched there are
+/// looked for on the new master at the next turn (`check`).
+fn learn_slots(ep: &Endpoint, link: &mut Option<Link>) {
+    let Some(l) = opened(ep, link) else {
+        return;
+    };
+    if !l.learn_slots() {
+        *link = None;
+        metrics::incr(Counter::ConnectionErrors);
+    }
+}
+
+/// The lane's link, opened now if it has none (`None`: it could not be).
+fn opened<'l>(ep: &Endpoint, link: &'l mut Option<Link>) -> Option<&'l mut Link> {
+    if link.is_none() {
+        match topology::open(ep) {
+            Ok(l) => *link = Some(l),
+            Err(_) => {
+                metrics::incr(Counter::ConnectionErrors);
+                return None;
+            }
+        }
+    }
+    link.as_mut()
+}
+
 /// Looks for the holds `group` on the current master of a Sentinel service
 /// (generation `generation`): one that is not there is lost (it was taken on a
 /// master since replaced, or a failover lost it), or, a session's, revoked by a
@@ -729,16 +814,9 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
     {
         *link = None;
     }
-    if link.is_none() {
-        match topology::open(ep) {
-            Ok(l) => *link = Some(l),
-            Err(_) => {
-                metrics::incr(Counter::ConnectionErrors);
-                return;
-            }
-        }
-    }
-    let conn = link.as_mut().expect("just opened");
+    let Some(conn) = opened(ep, link) else {
+        return;
+    };
     // Whether the hold is there, and until when, read atomically (MULTI): the new
     // master keeps the lease only as long as it last heard of it, which may be
     // short of an extension the old master never passed on; read apart, the

@@ -16,6 +16,7 @@ use crate::core::session::{check_id, session_keys};
 use crate::php::args::{Bytes, Float, Int};
 use crate::php::ini;
 use crate::php::lock::MAX_KEY_LEN;
+use crate::php::session::default_prefix;
 
 type Table = ZBox<ZendHashTable>;
 
@@ -34,17 +35,6 @@ fn opt_secs(d: Option<Duration>) -> Zval {
 
 fn endpoint(fname: &str, dsn: Option<Bytes>, arg: u8) -> Result<Arc<Endpoint>, Error> {
     ini::endpoint(dsn, &format!("{fname}(): Argument #{arg} ($dsn)"))
-}
-
-/// The session prefix a session store on `endpoint` uses by default: the DSN's
-/// `prefix=` (a phpredis Cluster save_path has one of its own), else the ini
-/// setting. Before, the ini setting alone: sessions under the DSN's prefix were
-/// shown free and never listed.
-fn session_prefix(endpoint: &Endpoint) -> String {
-    endpoint
-        .prefix
-        .clone()
-        .unwrap_or_else(|| ini::get_str("redis_lease.session.prefix"))
 }
 
 fn survey_table(s: &Survey) -> PhpResult<Table> {
@@ -152,7 +142,7 @@ pub fn inspect_lease(
                 })?;
             let prefix = match prefix {
                 Some(p) => p.into_utf8(&format!("{F}(): Argument #4 ($prefix)"))?,
-                None => session_prefix(&endpoint),
+                None => default_prefix(&endpoint),
             };
             session_keys(&prefix, id)
         }
@@ -209,7 +199,7 @@ pub fn list_leases(
         .into());
     }
     let endpoint = endpoint(F, dsn, 2)?;
-    let session_prefix = session_prefix(&endpoint).into_bytes();
+    let session_prefix = default_prefix(&endpoint).into_bytes();
     let prefixes = match prefix {
         Some(p) => vec![p.0],
         None => vec![

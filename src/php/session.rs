@@ -116,12 +116,22 @@ pub fn check_ini() -> Option<String> {
     config_from_ini().err().map(|e| e.to_string())
 }
 
+/// The session prefix a store on `endpoint` uses unless its options say
+/// otherwise: the DSN's `prefix=` (a phpredis Cluster save_path has one of its
+/// own), else the ini setting. RedisLease\inspect() lists sessions under it.
+pub fn default_prefix(endpoint: &Endpoint) -> String {
+    endpoint
+        .prefix
+        .clone()
+        .unwrap_or_else(|| ini::get_str("redis_lease.session.prefix"))
+}
+
 /// Builds a store: ini settings, then the DSN's `prefix=`, then `options`.
 fn build_store(dsn: &str, options: &[(String, String)]) -> Result<SessionStore> {
     let endpoint = Endpoint::parse_shared(dsn, ini::timeouts()?)?;
     let mut config = config_from_ini()?;
-    if let Some(prefix) = &endpoint.prefix {
-        config.set("prefix", prefix, config.lock_ttl)?;
+    if endpoint.prefix.is_some() {
+        config.set("prefix", &default_prefix(&endpoint), config.lock_ttl)?;
     }
     let auto = auto_lock_ttl();
     for (name, value) in options {
@@ -236,6 +246,9 @@ pub struct Handler {
     /// The session read read-only with data in it, or saved last, whose state
     /// this request has in memory (a fresh id it moves to carries it).
     origin: Option<Origin>,
+    /// A fresh id was written in this request, moved to from a session it
+    /// read: a later one (a second regenerate()) moved too.
+    moved: bool,
 }
 
 /// A session this request read read-only (another request held its lock) and
@@ -303,6 +316,7 @@ impl Handler {
             readonly: false,
             lost: None,
             origin: None,
+            moved: false,
         }
     }
 
@@ -402,6 +416,7 @@ impl Handler {
         // Except when session_regenerate_id() reads the fresh id it moves to:
         // the request's state is still the origin's.
         let carried = self.origin.take().filter(|_| crate::php::in_regenerate());
+        self.moved &= carried.is_some();
         let result = match self.store.open(id) {
             Ok((session, data)) => {
                 match &session.kept {
@@ -595,8 +610,11 @@ impl Handler {
                 )
             }
             None => {
-                // Moved here from a session it read (or saved and let go of).
-                let moved = self.session.is_some() || self.origin.is_some();
+                // Moved here from a session it read (or saved and let go of),
+                // or from a fresh id it moved to before (review, stop 61: the
+                // second regenerate() of a request, its first id saved and let
+                // go of, wrote with `any`, over a save of the fresh cookie).
+                let moved = self.session.is_some() || self.origin.is_some() || self.moved;
                 // A fresh id while another session is open (regenerate() without
                 // destroying the old id): the request moved on, so that one is
                 // unlocked now.
@@ -626,6 +644,7 @@ impl Handler {
                     Err(e) => return Out::warn(false, failed_message(id, "written", &e)),
                 }
                 if moved {
+                    self.moved = true;
                     Expect::Absent
                 } else {
                     Expect::Any
@@ -735,11 +754,22 @@ impl Handler {
                 let stored = store.packed(data).into_owned();
                 return self.write_unopened(id, data, Cow::Owned(stored), ttl);
             }
+            // Never read here: a write-only store's (Symfony's
+            // MigratingSessionHandler passes an unchanged session's
+            // updateTimestamp() on to the store it migrates to). Its copy's
+            // expiry is extended, or, with none stored, `data` written; never
+            // written over (another request may have saved newer data there).
+            // Before, a warning (an HTTP 500 in a framework's debug mode), and
+            // the copy expired (review, stop 61).
             _ => {
-                return Out::warn(
-                    false,
-                    format!("cannot update session {}: it is not open", short_id(id)),
-                )
+                let stored = store.packed(data).into_owned();
+                return match store.expire(id, ttl).and_then(|extended| match extended {
+                    true => Ok(Put::Written),
+                    false => store.put_packed(id, &stored, ttl, Expect::Absent),
+                }) {
+                    Err(e) => Out::warn(false, failed_message(id, "updated", &e)),
+                    Ok(_) => Out::ok(true),
+                };
             }
         };
         match result {
