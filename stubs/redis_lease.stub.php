@@ -498,8 +498,9 @@ namespace {
          * request's own save, only over the data it saved (waiting for the lock as read() does); and a
          * fresh id the request moved to from a session it read, only while nothing is stored under it:
          * another request's write in between (or one made while this write, timed out, was late) is
-         * never overwritten. A handler that never reads (the new store of Symfony's
-         * MigratingSessionHandler) writes over what is there. A write refused that way returns false
+         * never overwritten, nor is one in the same request (a second regenerate()). A handler that
+         * never reads (the new store of Symfony's MigratingSessionHandler) writes over what is there.
+         * A write refused that way returns false
          * without a warning (the session_write_conflicts counter shows them).
          *
          * A fresh id that a read-only request moved to (session_regenerate_id(), Laravel's
@@ -542,7 +543,10 @@ namespace {
         /**
          * lazy_write with unchanged data: renews the data's ttl and unlocks, owner-checked. For a
          * session saved or closed earlier in this request, a write of `$data` (see write()): nothing
-         * to do when that is what the request last saw of it.
+         * to do when that is what the request last saw of it. For a session this handler never read
+         * (the new store of Symfony's MigratingSessionHandler is told of unchanged sessions this way):
+         * renews the ttl of what is stored, if anything, and writes nothing (another request may have
+         * saved newer data, or logged out); true, without a warning.
          */
         public function updateTimestamp(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool {}
 

@@ -90,6 +90,7 @@ fn as_implemented() -> Fixes {
             busy_after_grant: true,
             open_unrevokes: true,
             revoke_unwakes: true,
+            put_absent: true,
             refusals_leave_queue: true,
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
@@ -831,6 +832,55 @@ fn reverted_z_a_logout_run_again_deletes_a_later_save() {
     let mut config = logouts(None);
     config.fixes.scripts.destroy_marker = false;
     let checker = check("(z) destroy without marker", config, Some(WRITES_KEPT));
+    assert_violated(&*checker, WRITES_KEPT);
+}
+
+/// A request writes the session's id without holding it: a fresh id it moved
+/// to (session_put.lua, 'absent'), beside a request of the session that opens
+/// and saves. The write's reply may be lost, its command run late (after that
+/// save), or run again and answered by its marker; with a failover,
+/// wait_replicas=1.
+fn puts(failover: Option<Failover>) -> Config {
+    let mut config = locks(failover.unwrap_or(Failover::Planned));
+    config.clients = vec![
+        Program::Session {
+            opens: 1,
+            logout: false,
+        },
+        Program::Putter,
+    ];
+    if failover.is_none() {
+        config.failovers = vec![];
+        config.wait_replicas = false;
+    }
+    config.fence_ops = false;
+    config.faults = 1;
+    config.faulty = |req| matches!(req, client::Req::Put { .. });
+    config
+}
+
+/// A fresh id's write never undoes an acknowledged save, run late or again,
+/// with and without a failover (stop 61: session_put.lua had no step here).
+#[test]
+fn a_fresh_id_written_late_or_again_keeps_an_acknowledged_save() {
+    for failover in [None, Some(Failover::Planned), Some(Failover::Crash)] {
+        let checker = check(&format!("puts, {failover:?}"), puts(failover), None);
+        assert_holds(
+            &*checker,
+            &[WRITES_KEPT, EXPIRY, INTEREST, HOLDS],
+            &["a session write acknowledged"],
+        );
+    }
+}
+
+/// Fix (ad) reverted: a fresh id written with 'any' (whatever is stored).
+/// Its write that timed out lands after the session's next request saved and
+/// was acknowledged, and writes over that save (review, stop 59).
+#[test]
+fn reverted_ad_a_fresh_id_written_late_writes_over_a_save() {
+    let mut config = puts(None);
+    config.fixes.scripts.put_absent = false;
+    let checker = check("(ad) put with any", config, Some(WRITES_KEPT));
     assert_violated(&*checker, WRITES_KEPT);
 }
 

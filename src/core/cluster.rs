@@ -39,12 +39,12 @@ pub(crate) type Connect = fn(&Endpoint, &Addr) -> Result<redis::Connection>;
 
 /// What this process knows of a Cluster (by its seeds): its generation (see
 /// the module's header), from 1 or above, so that every check of one is live;
-/// and the last slot map any link of it was given: a link made after a
-/// failover compares its first map with what the others saw before.
+/// and the last slot map any link of it was given (`masters_by_id`): a link
+/// made after a failover compares its first map with what the others saw.
 struct Known {
     topology: Topology,
     generation: u64,
-    slots: Vec<(u16, u16, Addr)>,
+    slots: Vec<(u16, u16, Vec<u8>)>,
 }
 
 /// Per process: a child forked while the watchdog thread held the lock
@@ -87,7 +87,7 @@ fn switched(ep: &Endpoint) {
 
 /// A link to `ep`'s Cluster was given `slots`: a switch if they differ from
 /// the last map this process was given.
-fn mapped(ep: &Endpoint, slots: Vec<(u16, u16, Addr)>) {
+fn mapped(ep: &Endpoint, slots: Vec<(u16, u16, Vec<u8>)>) {
     let changed = with_known(ep, |k| {
         let changed = !k.slots.is_empty() && k.slots != slots;
         k.slots = slots;
@@ -362,8 +362,8 @@ impl Cluster {
             let reply = self
                 .conn(i)
                 .and_then(|c| redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(c));
-            let ranges = match reply {
-                Ok(v) => parse_slots(&v, &asked),
+            let (ranges, masters) = match reply {
+                Ok(v) => (parse_slots(&v, &asked), masters_by_id(&v)),
                 Err(e) => {
                     if !matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) {
                         self.nodes[i].conn = None;
@@ -384,11 +384,7 @@ impl Cluster {
                 }
             }
             slots.sort_unstable();
-            let map = slots
-                .iter()
-                .map(|&(first, last, i)| (first, last, self.nodes[i].addr.clone()))
-                .collect();
-            mapped(&self.ep, map);
+            mapped(&self.ep, masters);
             self.slots = slots;
             self.stale = false;
             return Ok(());
@@ -804,24 +800,58 @@ fn parse_slots(v: &Value, asked: &Addr) -> Vec<(u16, u16, Addr, Vec<Addr>)> {
         };
         named(&host, port, asked)
     };
-    let Value::Array(ranges) = v else {
-        return Vec::new();
-    };
-    ranges
-        .iter()
-        .filter_map(|range| {
-            let Value::Array(parts) = range else {
-                return None;
-            };
-            let bound = |i: usize| match parts.get(i) {
-                Some(Value::Int(n)) => u16::try_from(*n).ok(),
-                _ => None,
-            };
-            let master = node(parts.get(2)?)?;
-            let replicas = parts[3..].iter().filter_map(node).collect();
-            Some((bound(0)?, bound(1)?, master, replicas))
+    slot_ranges(v)
+        .filter_map(|(first, last, nodes)| {
+            let master = node(nodes.first()?)?;
+            let replicas = nodes[1..].iter().filter_map(node).collect();
+            Some((first, last, master, replicas))
         })
         .collect()
+}
+
+/// CLUSTER SLOTS's ranges: first slot, last slot, and the nodes serving them
+/// (the master first).
+fn slot_ranges(v: &Value) -> impl Iterator<Item = (u16, u16, &[Value])> {
+    let ranges: &[Value] = match v {
+        Value::Array(ranges) => ranges,
+        _ => &[],
+    };
+    ranges.iter().filter_map(|range| {
+        let Value::Array(parts) = range else {
+            return None;
+        };
+        let bound = |i: usize| match parts.get(i) {
+            Some(Value::Int(n)) => u16::try_from(*n).ok(),
+            _ => None,
+        };
+        Some((bound(0)?, bound(1)?, parts.get(2..)?))
+    })
+}
+
+/// CLUSTER SLOTS's ranges, each with its master's node id (its `host:port`
+/// from a server too old to say): what `mapped` compares. Not addresses: links
+/// that reached the Cluster by different names would see a change at every
+/// poll.
+fn masters_by_id(v: &Value) -> Vec<(u16, u16, Vec<u8>)> {
+    let text = |v: Option<&Value>| match v {
+        Some(Value::BulkString(b)) => Some(b.clone()),
+        Some(Value::SimpleString(s)) => Some(s.clone().into_bytes()),
+        Some(Value::Int(n)) => Some(n.to_string().into_bytes()),
+        _ => None,
+    };
+    let mut out: Vec<(u16, u16, Vec<u8>)> = slot_ranges(v)
+        .filter_map(|(first, last, nodes)| {
+            let Some(Value::Array(master)) = nodes.first() else {
+                return None;
+            };
+            let id = text(master.get(2)).or_else(|| {
+                Some([text(master.first())?, b":".to_vec(), text(master.get(1))?].concat())
+            })?;
+            Some((first, last, id))
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 #[cfg(test)]
@@ -914,5 +944,46 @@ mod tests {
         assert_eq!(parse_addr(":7002", &asked), at("10.0.0.1", 7002));
         assert_eq!(parse_addr("[::1]:7002", &asked), at("::1", 7002));
         assert_eq!(parse_addr("nonsense", &asked), None);
+    }
+
+    /// CLUSTER SLOTS of two ranges, their masters named `hosts` with `ids`.
+    fn slots_reply(hosts: [&str; 2], ids: [&str; 2]) -> Value {
+        let range = |first, last, host: &str, id: &str| {
+            Value::Array(vec![
+                Value::Int(first),
+                Value::Int(last),
+                Value::Array(vec![
+                    Value::BulkString(host.into()),
+                    Value::Int(7000),
+                    Value::BulkString(id.into()),
+                ]),
+            ])
+        };
+        Value::Array(vec![
+            range(0, 8191, hosts[0], ids[0]),
+            range(8192, 16383, hosts[1], ids[1]),
+        ])
+    }
+
+    #[test]
+    fn a_slot_served_by_another_master_is_a_switch_another_name_is_not() {
+        let ep = Endpoint::parse(
+            "redis-cluster://127.0.0.1:61001,127.0.0.1:61002",
+            Default::default(),
+        )
+        .unwrap();
+        let before = generation(&ep);
+        assert!(before >= 1, "live from the start");
+        let map = |hosts, ids| masters_by_id(&slots_reply(hosts, ids));
+        mapped(&ep, map(["10.0.0.1", "10.0.0.2"], ["a", "b"]));
+        assert_eq!(generation(&ep), before, "the first map is no switch");
+        // The same masters by other names (a link that came in by hostname).
+        mapped(&ep, map(["node1", "node2"], ["a", "b"]));
+        assert_eq!(generation(&ep), before);
+        // The second range's replica promoted.
+        mapped(&ep, map(["node1", "node3"], ["a", "c"]));
+        assert_eq!(generation(&ep), before + 1);
+        mapped(&ep, map(["node1", "node3"], ["a", "c"]));
+        assert_eq!(generation(&ep), before + 1, "counted once");
     }
 }

@@ -304,7 +304,7 @@ pub struct Watch {
     /// Its endpoint's `wait_replicas` (one watchdog lane serves every DSN naming
     /// one Redis, whatever each asks of WAIT).
     pub(crate) wait: Option<Wait>,
-    /// Renewed every ttl/3; otherwise only checked after a Sentinel failover.
+    /// Renewed every ttl/3; otherwise only checked after a failover (Sentinel, Cluster).
     pub(crate) renew: bool,
     /// The process whose watchdog keeps it.
     pid: u32,

@@ -581,7 +581,7 @@ impl Lease {
                 Ok(Some(owned)) if c.adopts(&owned) => told = Some(owned),
                 Ok(_) => {
                     return Err(Failure::Reply(Error::Connection(format!(
-                        "A Sentinel failover replaced the master while this claim was granted; \
+                        "A failover replaced the master while this claim was granted; \
                          the new master at {} does not grant it",
                         self.endpoint.location()
                     ))))

@@ -1,6 +1,7 @@
 //! The watchdog: one background thread per process that renews auto-renewed
 //! leases while the request thread is busy (a slow query, a `sleep()`, a curl
-//! call), follows Sentinel failovers, and closes links left idle.
+//! call), follows Sentinel failovers (and a Cluster's, asking for its slot map
+//! while it watches holds there), and closes links left idle.
 //!
 //! The thread never calls into PHP. It starts on demand (never in the php-fpm
 //! master, which holds nothing), talks to Redis over its own connections (never
@@ -105,7 +106,9 @@ pub fn watch(
     let lane = st.lane(ep);
     lane.watches.retain(still_watched);
     lane.watches.push(Arc::downgrade(&w));
+    lane.used = Instant::now();
     let poll_at = lane.polled + CLUSTER_POLL;
+    st.watched += 1;
     wd.run(&mut st);
     // Sleeping past this lease's first renewal, or it needs checking now, or its
     // Sentinel service has no subscription yet, or past its Cluster's next poll
@@ -214,6 +217,8 @@ struct State {
     stop: bool,
     /// When the sleeping thread wakes up by itself; `None` while it works.
     sleeping_until: Option<Instant>,
+    /// Holds given to watch so far (see `plan`).
+    watched: u64,
 }
 
 impl State {
@@ -454,11 +459,13 @@ impl Watchdog {
                 .filter(|w| w.renew && w.due() <= now + COALESCE)
                 .cloned()
                 .collect();
-            let poll =
-                is_cluster(&lane.endpoint) && !live.is_empty() && lane.polled + CLUSTER_POLL <= now;
-            if poll {
+            // The clock runs while the lane does, holds or not: a thread that
+            // slept past it would be woken by every hold a loop takes.
+            let due = is_cluster(&lane.endpoint) && lane.polled + CLUSTER_POLL <= now;
+            if due {
                 lane.polled = now;
             }
+            let poll = due && live.iter().any(|w| !w.ended());
             if (!renew.is_empty() && renew.iter().any(|w| w.due() <= now))
                 || !check.is_empty()
                 || poll
@@ -505,7 +512,7 @@ impl Watchdog {
                     next.push(w.due());
                 }
             }
-            if is_cluster(&lane.endpoint) && lane.watches.iter().any(still_watched) {
+            if is_cluster(&lane.endpoint) {
                 next.push(lane.polled + CLUSTER_POLL);
             }
             if lane.check_after > now {
@@ -518,8 +525,12 @@ impl Watchdog {
                     lane.link = None;
                 }
             }
-            st.lanes
-                .retain(|l| !l.watches.is_empty() || l.link.is_some());
+            // A Cluster's lane stays while used lately (its poll clock with it).
+            st.lanes.retain(|l| {
+                !l.watches.is_empty()
+                    || l.link.is_some()
+                    || (is_cluster(&l.endpoint) && l.used.elapsed() < idle)
+            });
             for lane in &st.lanes {
                 if lane.watches.is_empty() {
                     next.push(lane.used + idle);
@@ -532,11 +543,18 @@ impl Watchdog {
             }
         }
         next.extend(asked_by);
+        let watched = st.watched;
         drop(st);
         if let Some(at) = pool::sweep() {
             next.push(at);
         }
         let mut st = self.state.lock();
+        // A hold watched while the lock was let go found the thread awake
+        // (no wake-up): what it needs is planned now, not after a sleep that
+        // did not count it (a renewal, a Cluster's poll).
+        if st.watched != watched {
+            next.push(now);
+        }
         let busy = !st.lanes.is_empty() || !st.subs.is_empty() || pool::idle_links() > 0;
         if busy {
             *idle_since = now;
@@ -781,7 +799,8 @@ fn learn_slots(ep: &Endpoint, link: &mut Option<Link>) {
     let Some(l) = opened(ep, link) else {
         return;
     };
-    if !l.learn_slots() {
+    // Its own timeout: a renewal's budget may have left a short one.
+    if l.set_read_timeout(ep.timeouts.read).is_err() || !l.learn_slots() {
         *link = None;
         metrics::incr(Counter::ConnectionErrors);
     }

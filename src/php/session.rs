@@ -756,20 +756,17 @@ impl Handler {
             }
             // Never read here: a write-only store's (Symfony's
             // MigratingSessionHandler passes an unchanged session's
-            // updateTimestamp() on to the store it migrates to). Its copy's
-            // expiry is extended, or, with none stored, `data` written; never
-            // written over (another request may have saved newer data there).
-            // Before, a warning (an HTTP 500 in a framework's debug mode), and
-            // the copy expired (review, stop 61).
+            // updateTimestamp() on to the store it migrates to). What is stored
+            // has its expiry extended, as Symfony's own stores do; nothing is
+            // written (another request may have saved newer data there, or
+            // logged out: a write where nothing is would bring the session
+            // back). Before, a warning (an HTTP 500 in a framework's debug
+            // mode), and the copy expired (review, stop 61).
             _ => {
-                let stored = store.packed(data).into_owned();
-                return match store.expire(id, ttl).and_then(|extended| match extended {
-                    true => Ok(Put::Written),
-                    false => store.put_packed(id, &stored, ttl, Expect::Absent),
-                }) {
-                    Err(e) => Out::warn(false, failed_message(id, "updated", &e)),
+                return match store.expire(id, ttl) {
                     Ok(_) => Out::ok(true),
-                };
+                    Err(e) => Out::warn(false, failed_message(id, "updated", &e)),
+                }
             }
         };
         match result {

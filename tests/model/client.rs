@@ -69,6 +69,10 @@ pub enum Program {
     Session { opens: u8, logout: bool },
     /// A logout of a session another request holds (`SessionStore::delete`).
     Revoker { revokes: u8 },
+    /// A request that moved to the session's id from another it read (a fresh
+    /// id after regenerate()) and writes it without holding it, once
+    /// (`SessionStore::put`, session_put.lua: `Handler::write_unopened`).
+    Putter,
 }
 
 /// What a claim asks for (`lease.rs` `Want`).
@@ -162,6 +166,8 @@ pub enum Req {
     /// Fix (z) reverted: session.rs `saved_before` for a destroy (is the data
     /// gone?).
     DestroyedBefore,
+    /// session_put.lua of `data` (and WAIT), with this write's marker `nonce`.
+    Put { nonce: u8, data: Data },
     /// session_revoke.lua (`SessionStore::revoke` WAITs after it, unmodelled:
     /// the `Revoker` runs in no config with failovers; a session request's
     /// fallback revocation does, in `logouts`, and a crash may lose it: a
@@ -422,6 +428,11 @@ pub enum Pc {
     },
     Revoking {
         nonce: u8,
+        second: bool,
+    },
+    /// `SessionStore::put` of `data` (run again once after a broken link).
+    Putting {
+        data: Data,
         second: bool,
     },
     Crashed,

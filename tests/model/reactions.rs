@@ -166,9 +166,13 @@ impl System {
             (Program::Revoker { revokes }, Pc::Idle) if !busy && client.ops < revokes => {
                 ops.push(Op::Revoke);
             }
+            (Program::Putter, Pc::Idle) if !busy && client.ops == 0 => ops.push(Op::Put),
             _ => {}
         }
-        let crashable = !matches!(program, Program::Revoker { .. } | Program::Restorer { .. });
+        let crashable = !matches!(
+            program,
+            Program::Revoker { .. } | Program::Restorer { .. } | Program::Putter
+        );
         if s.crashes > 0 && crashable && client.pc != Pc::Idle {
             ops.push(Op::Crash);
         }
@@ -323,6 +327,20 @@ impl System {
                     second: false,
                 };
                 self.send(s, c, Link::Request, Req::Revoke { nonce });
+            }
+            Op::Put => {
+                let client = s.client_mut(c);
+                client.ops += 1;
+                let write = c * 4 + client.ops;
+                let data = Data {
+                    write,
+                    lineage: 1 << write,
+                };
+                client.pc = Pc::Putting {
+                    data,
+                    second: false,
+                };
+                self.send(s, c, Link::Request, Req::Put { nonce: write, data });
             }
             Op::Crash => {
                 s.crashes -= 1;
@@ -836,6 +854,18 @@ impl System {
                         second: true,
                     },
                 ),
+                _ => s.client_mut(c).pc = Pc::Idle,
+            },
+            // `call_idempotent`: sent again once, by the same marker.
+            Pc::Putting { data, second } => match outcome {
+                Outcome::Broken if !second => {
+                    self.again(s, c, call, Pc::Putting { data, second: true })
+                }
+                Outcome::Reply(Reply::Int(1), acks) if acks != Some(false) => {
+                    say(|| format!("c{c}: {data:?} reported written"));
+                    s.ghost.acked |= 1 << data.write;
+                    s.client_mut(c).pc = Pc::Idle;
+                }
                 _ => s.client_mut(c).pc = Pc::Idle,
             },
             Pc::Idle | Pc::Held | Pc::Crashed => unreachable!("no call on the link in {pc:?}"),

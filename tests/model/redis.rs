@@ -164,6 +164,8 @@ pub struct Store {
     pub ousted: Slots<Token, 3>,
     /// `<lock>:destroyed:<token>` markers (kept past any run of the model).
     pub destroyed: Slots<Token, 2>,
+    /// session_put.lua's markers (by nonce, kept past any run of the model).
+    pub put: Slots<u8, 2>,
     /// Not a key: the session clients whose logout took effect in this
     /// node's history (bits: client ids), by their destroy or the revocation
     /// it fell back on. It replicates with the writes that did it.
@@ -337,6 +339,11 @@ pub struct Scripts {
     /// asks again after the logout. Off: it popped the session as it was
     /// before the logout (review, stop 59).
     pub revoke_unwakes: bool,
+    /// (ad) A request writes a fresh id it moved to (session_put.lua) only
+    /// where nothing is stored ('absent'). Off: with 'any', whatever is there
+    /// (a write that timed out and landed late wrote over a save the session's
+    /// next request had acknowledged; review, stop 59).
+    pub put_absent: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -1113,6 +1120,28 @@ impl Script<'_> {
         let done = self.db.data.is_none();
         self.touched |= done;
         Reply::Found(done)
+    }
+
+    /// session_put.lua: a write of a session the request does not hold, only
+    /// while nobody holds or waits for its lock, and (`Scripts::put_absent`)
+    /// only where nothing is stored (the same data again passes). 1 when
+    /// written; 0 when not (busy, or data there: the script's 0 and -1). Sent
+    /// again after a lost reply, it answers by its marker (touched: the WAIT
+    /// that follows covers the first run).
+    pub fn session_put(&mut self, nonce: u8, data: Data) -> Reply {
+        if self.db.put.contains(&nonce) {
+            self.touched = true;
+            return Reply::Int(1);
+        }
+        if self.db.lock.is_some() || !self.db.waiters.is_empty() {
+            return Reply::Int(0);
+        }
+        if self.scripts.put_absent && self.db.data.is_some_and(|d| d != data) {
+            return Reply::Int(0);
+        }
+        self.db.data = Some(data);
+        self.db.put.push(nonce);
+        Reply::Int(1)
     }
 
     /// session_revoke.lua, with its marker as `Scripts::revoke_marker` says.

@@ -93,6 +93,7 @@ pub fn show(req: Req) -> String {
         Req::Fence { token } => format!("fence.lua({token:?})"),
         Req::Release { token } => format!("release.lua({token:?})"),
         Req::Save { token, data } => format!("session_save.lua({token:?}, write {data:?})"),
+        Req::Put { nonce, data } => format!("session_put.lua(#{nonce}, {data:?})"),
         Req::SavedBefore { data } => format!("GET data == {data:?}? (saved_before)"),
         Req::Destroy { token } => format!("session_save.lua({token:?}, destroy)"),
         Req::DestroyedBefore => "EXISTS data? (saved_before, destroy; (z) reverted)".into(),
@@ -378,6 +379,7 @@ pub enum Op {
     /// A locked destroy (a logout of the session this request holds).
     Destroy,
     Revoke,
+    Put,
     Crash,
     /// acquire() (or acquireRead()) again, after a conversion that threw: the
     /// user retries with the same object (`Lock::acquire`'s `verify`).
@@ -501,6 +503,7 @@ impl State {
             Req::Destroy { token } => script.session_destroy(token),
             Req::DestroyedBefore => script.destroyed_before(),
             Req::Revoke { nonce } => script.session_revoke(nonce),
+            Req::Put { nonce, data } => script.session_put(nonce, data),
             Req::Abandon { token } => {
                 if let Reply::Owned(Some(_)) = script.resolve(token, session(token)) {
                     script.release(token, session(token), permit(token));
@@ -764,7 +767,9 @@ pub fn req_token(req: Req) -> Option<Token> {
         | Req::Save { token, .. }
         | Req::Destroy { token }
         | Req::Abandon { token } => Some(token),
-        Req::SavedBefore { .. } | Req::DestroyedBefore | Req::Revoke { .. } => None,
+        Req::SavedBefore { .. } | Req::DestroyedBefore | Req::Revoke { .. } | Req::Put { .. } => {
+            None
+        }
     }
 }
 
@@ -1349,9 +1354,10 @@ impl System {
                     },
                     Reply::Int(1),
                 ) => cfg.fixes.renewals_wait,
-                (Req::Refresh { .. } | Req::Save { .. } | Req::Destroy { .. }, Reply::Int(1)) => {
-                    true
-                }
+                (
+                    Req::Refresh { .. } | Req::Save { .. } | Req::Destroy { .. } | Req::Put { .. },
+                    Reply::Int(1),
+                ) => true,
                 (Req::SavedBefore { .. } | Req::DestroyedBefore, Reply::Found(true)) => true,
                 _ => false,
             };
