@@ -498,10 +498,10 @@ namespace {
          * request's own save, only over the data it saved (waiting for the lock as read() does); and a
          * fresh id the request moved to from a session it read, only while nothing is stored under it:
          * another request's write in between (or one made while this write, timed out, was late) is
-         * never overwritten, nor is one in the same request (a second regenerate()). A handler that
-         * never reads (the new store of Symfony's MigratingSessionHandler) writes over what is there.
-         * A write refused that way returns false
-         * without a warning (the session_write_conflicts counter shows them).
+         * never overwritten; and so is a second fresh id in one request (a second regenerate()). A
+         * handler that never reads (the new store of Symfony's MigratingSessionHandler) writes over
+         * what is there. A write refused that way returns false without a warning (the
+         * session_write_conflicts counter shows them).
          *
          * A fresh id that a read-only request moved to (session_regenerate_id(), Laravel's
          * regenerate()) carries what it read: it is written only while the session read still holds

@@ -687,7 +687,7 @@ fn a_failover_nobody_called_through_is_learned_and_holds_the_new_master_lacks_ar
         exists(&mut c, &kept_key)
     });
     // The replica stops hearing from its master, which then grants the second
-    // lock and extends the first (neither reaches the replica), and dies
+    // lock and extends the first (neither reaches the replica), and dies.
     // (Its link closed by the master: what it had sent stays in the kernel's
     // buffers, and a stopped replica would read it on waking.)
     set.nodes[r].signal("STOP");

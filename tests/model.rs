@@ -868,7 +868,10 @@ fn a_fresh_id_written_late_or_again_keeps_an_acknowledged_save() {
         assert_holds(
             &*checker,
             &[WRITES_KEPT, EXPIRY, INTEREST, HOLDS],
-            &["a session write acknowledged"],
+            &[
+                "a session write acknowledged",
+                "a fresh id's write answered by its marker",
+            ],
         );
     }
 }

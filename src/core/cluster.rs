@@ -85,6 +85,13 @@ fn switched(ep: &Endpoint) {
     metrics::incr(Counter::MasterChanges);
 }
 
+/// A MOVED: a switch, counted now; the map asked for next is taken as the
+/// first (it would count the same switch again).
+fn moved(ep: &Endpoint) {
+    with_known(ep, |k| k.slots.clear());
+    switched(ep);
+}
+
 /// A link to `ep`'s Cluster was given `slots`: a switch if they differ from
 /// the last map this process was given.
 fn mapped(ep: &Endpoint, slots: Vec<(u16, u16, Vec<u8>)>) {
@@ -489,7 +496,7 @@ impl Cluster {
                     // Counted now, before the reply it leads to is used: the
                     // map is asked for again only at the next command.
                     if !self.stale {
-                        switched(&self.ep);
+                        moved(&self.ep);
                     }
                     self.stale = true;
                     Some((self.node_at(addr), false))

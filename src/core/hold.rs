@@ -140,8 +140,9 @@ impl Hold {
             .filter(|w| w.pid == crate::core::pid::current())
     }
 
-    /// The Sentinel generation of the master the hold is last known to be on,
-    /// when the watchdog looks after it (every hold on a Sentinel endpoint).
+    /// The failover generation (`topology::generation`) of the master the hold
+    /// is last known to be on, when the watchdog looks after it (every hold on
+    /// a Sentinel service or a Cluster).
     pub(crate) fn known_generation(&self) -> Option<u64> {
         self.own_watch().map(Watch::generation)
     }
@@ -308,7 +309,7 @@ pub struct Watch {
     pub(crate) renew: bool,
     /// The process whose watchdog keeps it.
     pid: u32,
-    /// The Sentinel generation of the master the hold is known to be on (see
+    /// The failover generation of the master the hold is known to be on (see
     /// `sentinel`): older than the current one, the new master must be asked.
     generation: AtomicU64,
     state: AtomicU8,
@@ -636,7 +637,7 @@ mod tests {
     }
 
     /// Has a watch look after `hold`: one that renews it, or one that only
-    /// follows failovers, on the master of Sentinel generation `generation`.
+    /// follows failovers, on the master of failover generation `generation`.
     fn watch_with(hold: &mut Hold, renew: bool, generation: u64) -> Arc<Watch> {
         let w = Arc::new(Watch::new(
             (b"k".to_vec(), b"h".to_vec()),

@@ -333,7 +333,7 @@ pub(crate) trait Claim {
     }
     /// Sends the claim script for `token`, which will still wait `will_wait`,
     /// and WAITs for what it granted (see `Lease::replicate_claim`); `generation`:
-    /// the Sentinel generation when the claim began.
+    /// the failover generation (`topology::generation`) when the claim began.
     fn send(
         &self,
         lease: &Lease,
@@ -526,7 +526,7 @@ impl Lease {
     /// With `wait_replicas`: a lease handed to us by a release (whose WAIT counted
     /// the releaser's link, not ours), or adopted after a lost reply (whose WAIT
     /// never ran), is extended on our own link and waited for, as in
-    /// `replicate_claim`. `generation`: the Sentinel generation when the claim began.
+    /// `replicate_claim`. `generation`: the failover generation when the claim began.
     /// False: the lease ran out before it was extended (we stalled past it), and
     /// was never ours to count on.
     fn replicate_grant(

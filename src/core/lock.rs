@@ -329,7 +329,7 @@ impl Lock {
         Ok(self.hold().map(|h| h.shared))
     }
 
-    /// Takes `hold` (taken or found while the Sentinel generation was
+    /// Takes `hold` (taken or found while the failover generation was
     /// `generation`) as ours, watched as it needs.
     fn set_hold(&mut self, mut hold: Option<Hold>, generation: u64) {
         let old = self.hold.as_ref().map(|h| &h.token);

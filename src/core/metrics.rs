@@ -51,7 +51,7 @@ named!(Counter {
     ConnectionErrors => "connection_errors", "Connections refused, timed out, broken, or error replies.";
     Retries => "retries", "Commands retried on a fresh connection after an uncertain failure.";
     UncertainResolved => "uncertain_resolved", "Uncertain outcomes resolved by asking Redis again.";
-    MasterChanges => "master_changes", "Masters found at a new address through Sentinel, or slots of a Cluster found served by another master (failovers and slot moves seen by this process).";
+    MasterChanges => "master_changes", "Masters found at a new address through Sentinel, or slots of a Cluster found served by another master (failovers and slot moves; on a Cluster, each link of the process that is redirected counts once).";
     FailoverLost => "failover_lost", "Holds (locks and sessions) that a new master (Sentinel or Cluster) did not have: taken on the old master, or lost with it.";
     WaitShortfalls => "wait_shortfalls", "Writes that fewer replicas than wait_replicas acknowledged in time (reported as failed).";
 });

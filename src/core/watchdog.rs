@@ -64,6 +64,9 @@ const SWITCH_NAP: Duration = Duration::from_millis(50);
 /// a Cluster announces no failover (see `cluster`).
 const CLUSTER_POLL: Duration = Duration::from_secs(1);
 
+/// A poll of a Cluster's slot map given less time than this waits for the next.
+const MIN_POLL_TIMEOUT: Duration = Duration::from_millis(50);
+
 /// How long after a check of holds that did not complete it is tried again.
 const CHECK_AGAIN: Duration = Duration::from_millis(100);
 
@@ -627,14 +630,23 @@ impl Work {
             let now = Instant::now();
             // Spend no more than half of what is left of the most urgent lease.
             let budget = first_end.map(|e| e.saturating_duration_since(now) / 2);
-            if lw.poll {
-                learn_slots(&lw.endpoint, &mut lw.link);
-            }
             if !lw.check.is_empty() {
                 check(&lw.endpoint, &mut lw.link, &lw.check, lw.generation);
             }
             if !lw.renew.is_empty() {
                 renew_on(&lw.endpoint, &mut lw.link, &lw.renew, budget);
+            }
+            // After the renewals, and within what is left of the budget (a
+            // node that hangs rather than refuses would spend a read timeout);
+            // when too little is left, the next poll asks.
+            if lw.poll {
+                let left = first_end.map(|e| e.saturating_duration_since(Instant::now()) / 2);
+                let timeout = left.map_or(lw.endpoint.timeouts.read, |l| {
+                    l.min(lw.endpoint.timeouts.read)
+                });
+                if timeout >= MIN_POLL_TIMEOUT {
+                    learn_slots(&lw.endpoint, &mut lw.link, timeout);
+                }
             }
             let unchecked = lw
                 .check
@@ -795,12 +807,12 @@ fn listen(wd: &Watchdog, sleep: &Sleep) {
 /// Asks a Cluster for its slot map on the lane's link: a slot served by
 /// another master counts as a failover, and the holds watched there are
 /// looked for on the new master at the next turn (`check`).
-fn learn_slots(ep: &Endpoint, link: &mut Option<Link>) {
+fn learn_slots(ep: &Endpoint, link: &mut Option<Link>, timeout: Duration) {
     let Some(l) = opened(ep, link) else {
         return;
     };
-    // Its own timeout: a renewal's budget may have left a short one.
-    if l.set_read_timeout(ep.timeouts.read).is_err() || !l.learn_slots() {
+    // Its own timeout: a renewal's budget may have left a shorter one.
+    if l.set_read_timeout(timeout).is_err() || !l.learn_slots() {
         *link = None;
         metrics::incr(Counter::ConnectionErrors);
     }

@@ -117,8 +117,9 @@ pub fn check_ini() -> Option<String> {
 }
 
 /// The session prefix a store on `endpoint` uses unless its options say
-/// otherwise: the DSN's `prefix=` (a phpredis Cluster save_path has one of its
-/// own), else the ini setting. RedisLease\inspect() lists sessions under it.
+/// otherwise (as `build_store` sets it): the DSN's `prefix=` (a phpredis
+/// Cluster save_path has one of its own), else the ini setting.
+/// RedisLease\inspect() lists sessions under it.
 pub fn default_prefix(endpoint: &Endpoint) -> String {
     endpoint
         .prefix
@@ -130,8 +131,8 @@ pub fn default_prefix(endpoint: &Endpoint) -> String {
 fn build_store(dsn: &str, options: &[(String, String)]) -> Result<SessionStore> {
     let endpoint = Endpoint::parse_shared(dsn, ini::timeouts()?)?;
     let mut config = config_from_ini()?;
-    if endpoint.prefix.is_some() {
-        config.set("prefix", &default_prefix(&endpoint), config.lock_ttl)?;
+    if let Some(prefix) = &endpoint.prefix {
+        config.set("prefix", prefix, config.lock_ttl)?;
     }
     let auto = auto_lock_ttl();
     for (name, value) in options {

@@ -169,6 +169,8 @@ impl System {
             (Program::Putter, Pc::Idle) if !busy && client.ops == 0 => ops.push(Op::Put),
             _ => {}
         }
+        // A logout, a restore and a fresh id's write are one call each: a
+        // crash in it is a broken link that never comes back (in the faults).
         let crashable = !matches!(
             program,
             Program::Revoker { .. } | Program::Restorer { .. } | Program::Putter

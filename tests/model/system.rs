@@ -306,6 +306,8 @@ pub struct Ghost {
     pub deleted: u16,
     /// A destroy run again found its first run's marker.
     pub logout_confirmed: bool,
+    /// A fresh id's write run again (or late) found its first run's marker.
+    pub put_by_marker: bool,
     /// Each revocation that ran: its nonce, and the token its first run handed
     /// the lock to.
     pub revokes: Slots<(u8, Option<Token>), 2>,
@@ -520,6 +522,9 @@ impl State {
         say(|| format!("{} runs {} -> {reply:?}", ["A", "B"][n], show(req)));
         if let Req::Revoke { nonce } = req {
             self.note_revoke(cfg, nonce, &before, node);
+        }
+        if let Req::Put { nonce, .. } = req {
+            self.ghost.put_by_marker |= before.put.contains(&nonce);
         }
         if let (Req::Blpop { token }, Reply::Popped(_)) = (req, reply) {
             self.ghost.popped_revoked |= before.ousted.contains(&token);
@@ -1187,6 +1192,10 @@ impl Model for System {
             Property::sometimes("a logout run again finds it took effect", |_, s: &State| {
                 s.ghost.logout_confirmed
             }),
+            Property::sometimes(
+                "a fresh id's write answered by its marker",
+                |_, s: &State| s.ghost.put_by_marker,
+            ),
             Property::sometimes("readers share the lock", |m: &System, s: &State| {
                 m.counting(s, |_, _| true, |k| k == Kind::Shared) >= 2
             }),
