@@ -858,3 +858,46 @@ fn a_subscription_gone_quiet_is_made_again_and_a_missed_failover_learned() {
     });
     assert!(!lock.release().unwrap(), "B never had the lock");
 }
+
+/// A request's destroy told that a logout revoked its session (another
+/// request's, which WAITed itself and may have fallen short) counts on that
+/// logout: it is WAITed for on the destroy's own link (session_save.lua writes
+/// after the logout's writes, and the replication stream keeps them in order),
+/// and not reported done while the replica lacks it. Before, it was reported
+/// done at once, and a failover then brought the logged-in session back
+/// (review, stop 61).
+#[test]
+fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
+    let (master, replica) = master_and_replica();
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=300",
+        master.port
+    );
+    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let config = SessionConfig {
+        lock_renew: false,
+        lock_ttl: SEC * 60,
+        ..SessionConfig::default()
+    };
+    let s = SessionStore::new(ep.clone(), config.clone());
+    let logout = SessionStore::new(ep, config);
+    // With the replica up: told revoked, done.
+    let (mut held, _) = s.open("rvw1").unwrap();
+    assert!(logout.delete("rvw1", None).unwrap());
+    assert_eq!(s.destroy(&mut held, None).unwrap(), Saved::Revoked);
+    // The replica stops: the logout's own WAIT falls short (reported failed),
+    // and the holder's destroy must not report it done either.
+    let (mut held, _) = s.open("rvw2").unwrap();
+    replica.signal("STOP");
+    let revoked = logout.delete("rvw2", None);
+    let told = s.destroy(&mut held, None);
+    replica.signal("CONT");
+    assert!(
+        revoked.is_err(),
+        "the logout's WAIT fell short: {revoked:?}"
+    );
+    match told {
+        Err(Error::Connection(e)) => assert!(e.contains("A logout revoked this session"), "{e}"),
+        other => panic!("reported {other:?} while the replica lacked the logout"),
+    }
+}

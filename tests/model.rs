@@ -12,7 +12,7 @@
 //!
 //! Each test runs one configuration. With the protocol as implemented, none of
 //! the properties it names is violated, and the `sometimes` properties it names
-//! are reached (the model does get there). With a fix reverted, (a) to (l), the
+//! are reached (the model does get there). With a fix reverted, (a) to (af), the
 //! checker finds the violation, and the test prints the trace
 //! (`cargo test --no-default-features --test model -- --nocapture`). Fixes (e),
 //! (f) and (i) to (l) are bugs the model found in the protocol as it was (see
@@ -64,6 +64,7 @@ const MUTEX_OUTSIDE_WINDOW: &str = "mutual exclusion outside the failover window
 const FENCES: &str = "fencing tokens increase";
 const FENCES_OUTSIDE_WINDOW: &str = "fencing tokens increase outside the failover window";
 const WRITES_KEPT: &str = "acknowledged session writes are kept";
+const LOGOUTS_KEPT: &str = "a logout reported done stays done";
 const REVOKE_ONCE: &str = "a revocation spares the lease it handed on";
 const UNREVOKED: &str = "a live session hold is never revoked";
 const NOT_WOKEN_REVOKED: &str = "no waiter wakes to a grant a logout revoked";
@@ -91,6 +92,7 @@ fn as_implemented() -> Fixes {
             open_unrevokes: true,
             revoke_unwakes: true,
             put_absent: true,
+            revoked_touches: true,
             refusals_leave_queue: true,
             resolve_voids_holder: true,
             grant_drops_lapsed_upgrade: true,
@@ -111,6 +113,7 @@ fn as_implemented() -> Fixes {
         grant_reconfirms: true,
         conversion_recounts: true,
         broken_conversion_lets_go: true,
+        restore_waits: true,
     }
 }
 
@@ -143,6 +146,7 @@ fn locks(failover: Failover) -> Config {
         give_backs_answered: false,
         abandons_fail: false,
         give_ups_apart: false,
+        stored: false,
         fixes: as_implemented(),
     }
 }
@@ -833,6 +837,59 @@ fn reverted_z_a_logout_run_again_deletes_a_later_save() {
     config.fixes.scripts.destroy_marker = false;
     let checker = check("(z) destroy without marker", config, Some(WRITES_KEPT));
     assert_violated(&*checker, WRITES_KEPT);
+}
+
+/// A stored session: a request opens and destroys it (a locked logout) while
+/// another request logs it out (session_revoke.lua, `SessionStore::delete`),
+/// wait_replicas=1, a failover. Told "revoked", the destroy counts on that
+/// logout, which the revoker's WAIT may have found unreplicated.
+fn logout_races(failover: Failover) -> Config {
+    let mut config = locks(failover);
+    config.clients = vec![
+        Program::Session {
+            opens: 1,
+            logout: true,
+        },
+        Program::Revoker { revokes: 1 },
+    ];
+    config.stored = true;
+    config.fence_ops = false;
+    config
+}
+
+/// A logout reported done (a destroy, or a revocation) is not undone by a
+/// failover: a destroy told "revoked" WAITs for a write of its own after the
+/// logout (review, stop 61).
+#[test]
+fn a_logout_reported_done_survives_a_failover() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let name = format!("logout races, {failover:?}");
+        let checker = check(&name, logout_races(failover), None);
+        assert_holds(
+            &*checker,
+            &[
+                LOGOUTS_KEPT,
+                WRITES_KEPT,
+                UNREVOKED,
+                NOT_WOKEN_REVOKED,
+                EXPIRY,
+                INTEREST,
+                HOLDS,
+            ],
+            &["a destroy counts on another's logout"],
+        );
+    }
+}
+
+/// Fix (ae) reverted: session_save.lua told "revoked" writes nothing, and
+/// the destroy is reported done at once; the logout it counted on had not
+/// reached the replica, which a crash promotes: the session is back.
+#[test]
+fn reverted_ae_a_destroy_told_revoked_is_undone_by_a_failover() {
+    let mut config = logout_races(Failover::Crash);
+    config.fixes.scripts.revoked_touches = false;
+    let checker = check("(ae) revoked without a write", config, Some(LOGOUTS_KEPT));
+    assert_violated(&*checker, LOGOUTS_KEPT);
 }
 
 /// A request writes the session's id without holding it: a fresh id it moved
@@ -1623,6 +1680,44 @@ fn moved_write_tokens() -> Config {
 fn a_restored_write_token_is_relied_on_only_while_it_holds_alone() {
     let checker = check("moved write tokens", moved_write_tokens(), None);
     assert_holds(&*checker, &RW_PROPERTIES, &["a restored hold relied on"]);
+}
+
+/// The same across a failover, with wait_replicas=1: the writer may refresh
+/// its hold (ttl 4 of 2) before it detaches, and that refresh's WAIT may fall
+/// short, leaving the master's lease longer than the replica's.
+fn restores_across_failover(failover: Failover) -> Config {
+    let mut config = moved_write_tokens();
+    if let Program::Writer { refresh, .. } = &mut config.clients[0] {
+        *refresh = true;
+    }
+    config.refresh_ttls = vec![4];
+    config.failovers = vec![failover];
+    config.wait_replicas = true;
+    config.fence_ops = false;
+    config.horizon = if deep() { 4 } else { 2 };
+    config
+}
+
+/// A restored token counts on no more lease than the replica has: the read
+/// is followed by a refresh that shortens nothing, WAITed for (stop 60).
+#[test]
+fn a_restored_hold_counts_on_no_more_than_the_replica_has() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        let name = format!("restores across a failover, {failover:?}");
+        let checker = check(&name, restores_across_failover(failover), None);
+        assert_holds(&*checker, &RW_PROPERTIES, &["a restored hold relied on"]);
+    }
+}
+
+/// Fix (af) reverted: the restorer counts on the master's lease, which the
+/// holder's refresh lengthened without the replica: a crash promotes the
+/// replica, the lease ends there, the reader comes in beside the restorer.
+#[test]
+fn reverted_af_a_restored_hold_counts_on_a_lease_the_replica_lacks() {
+    let mut config = restores_across_failover(Failover::Crash);
+    config.fixes.restore_waits = false;
+    let checker = check("(af) restore without WAIT", config, Some(MUTEX));
+    assert_violated(&*checker, MUTEX);
 }
 
 /// A semaphore of two: one client takes a permit and detaches its token;

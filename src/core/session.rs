@@ -647,15 +647,19 @@ impl SessionStore {
                         .lease
                         .save_script(s.data_key(), &hold.token, data, secs, op)
                         .call::<i64>(&mut *c.inner)?;
-                    let acks = s.lease.wait_replicas(c, n == 1)?;
+                    // Revoked (2): what is counted on is the logout that did it.
+                    let acks = s.lease.wait_replicas(c, n == 1 || n == 2)?;
                     Ok((n, acks))
                 };
                 let generation = topology::generation(&s.lease.endpoint);
                 let first = match s.lease.call(run) {
-                    // Saved on a master that could not replicate it, and a failover
-                    // named a new master meanwhile: as after a broken link, the save
-                    // runs again there (where our lease is, if it was replicated).
-                    Ok((1, acks)) if s.lease.short(acks) && s.lease.switched_since(generation) => {
+                    // Saved (or told of a logout) on a master that could not
+                    // replicate it, and a failover named a new master meanwhile: as
+                    // after a broken link, the save runs again there (where our
+                    // lease is, if it was replicated, or the logout).
+                    Ok((1 | 2, acks))
+                        if s.lease.short(acks) && s.lease.switched_since(generation) =>
+                    {
                         Err(Failure::Broken(Error::Connection(String::new())))
                     }
                     other => other,
@@ -709,6 +713,11 @@ impl SessionStore {
                         Ok(Saved::Yes)
                     }
                     2 => {
+                        // A logout a failover could undo (its revocation not
+                        // replicated: the revoking request's own WAIT may have
+                        // fallen short) is not counted on. Before, a destroy
+                        // told so was reported done at once (review, stop 61).
+                        s.lease.replicated(acks, "A logout revoked this session")?;
                         s.revoked = true;
                         Ok(Saved::Revoked)
                     }

@@ -168,10 +168,8 @@ pub enum Req {
     DestroyedBefore,
     /// session_put.lua of `data` (and WAIT), with this write's marker `nonce`.
     Put { nonce: u8, data: Data },
-    /// session_revoke.lua (`SessionStore::revoke` WAITs after it, unmodelled:
-    /// the `Revoker` runs in no config with failovers; a session request's
-    /// fallback revocation does, in `logouts`, and a crash may lose it: a
-    /// logout undone, which no property judges yet).
+    /// session_revoke.lua (and WAIT: `SessionStore::revoke` reports a logout
+    /// done only once the replica has it).
     Revoke { nonce: u8 },
     /// `Lease::abandon` left to later (`pending`, `give_up`): resolve.lua, and
     /// release.lua when the token holds the lease. Only ever an orphan.

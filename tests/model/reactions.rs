@@ -647,8 +647,9 @@ impl System {
                 second,
                 then,
             } => match outcome {
-                // `Lock::ask_restored`: the hold takes on what Redis says it is.
-                Outcome::Reply(Reply::Owned(found), _) => {
+                // `Lock::ask_restored`: the hold takes on what Redis says it is
+                // (and, with wait_replicas, the replica has: fix (af)).
+                Outcome::Reply(Reply::Owned(found), acks) if acks != Some(false) => {
                     let generation = s.client(c).generation;
                     let client = s.client_mut(c);
                     let token = client.hold.expect("restored").token;
@@ -856,6 +857,18 @@ impl System {
                         second: true,
                     },
                 ),
+                Outcome::Reply(_, acks) => {
+                    // Reported done (`lease.replicated`): a request's destroy
+                    // that fell back on it removed the data it read.
+                    if acks != Some(false) {
+                        let gone = match self.config.clients[usize::from(c)] {
+                            Program::Revoker { .. } => s.ghost.revoker_deleted,
+                            _ => read_bit(s.client(c).read),
+                        };
+                        s.ghost.logged_out |= gone;
+                    }
+                    s.client_mut(c).pc = Pc::Idle;
+                }
                 _ => s.client_mut(c).pc = Pc::Idle,
             },
             // `call_idempotent`: sent again once, by the same marker.
@@ -1471,7 +1484,7 @@ impl System {
         match outcome {
             // Saved on a master that could not replicate it, and a failover named
             // a new master meanwhile: run again there, as after a broken link.
-            Outcome::Reply(Reply::Int(1), Some(false))
+            Outcome::Reply(Reply::Int(1 | 2), Some(false))
                 if !second && self.switched_since(s, c, generation) =>
             {
                 self.again(s, c, call, again)
@@ -1484,8 +1497,12 @@ impl System {
                 self.revoke_lost(s, c)
             }
             // Revoked (2): the revocation found this hold, so no earlier run
-            // of ours saved. (A destroy of a revoked session is done.)
+            // of ours saved. (A destroy of a revoked session is done, once
+            // that logout is replicated: fix (ae).)
             Outcome::Reply(Reply::Int(n), acks) if !second || n >= 1 => {
+                if destroy && n == 2 && acks != Some(false) {
+                    s.ghost.destroy_counted_on_logout = true;
+                }
                 save_done(s, c, n == 1 || destroy, acks)
             }
             // The second run found the lock gone: did our first run do it?
@@ -1674,6 +1691,11 @@ fn save_done(s: &mut State, c: u8, ok: bool, acks: Option<bool>) {
     client.hold = None;
     client.pc = Pc::Idle;
     if destroy {
+        // What it read is gone (fix (ae): a logout that revoked it, once
+        // replicated), unless too few replicas acknowledged it (an error).
+        if acks != Some(false) {
+            s.ghost.logged_out |= read_bit(client.read);
+        }
         say(|| format!("c{c}: destroy reported done ({acks:?})"));
         return;
     }
@@ -1685,6 +1707,11 @@ fn save_done(s: &mut State, c: u8, ok: bool, acks: Option<bool>) {
         (true, _) => format!("c{c}: {data:?} reported saved"),
         (false, _) => format!("c{c}: save of {data:?} refused (lease lost)"),
     });
+}
+
+/// The bit of the write that stored data a request read.
+fn read_bit(read: Option<Data>) -> u16 {
+    read.map_or(0, |d| 1 << d.write)
 }
 
 fn new_token(client: &mut crate::client::Client, c: u8) -> Token {

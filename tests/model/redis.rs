@@ -344,6 +344,12 @@ pub struct Scripts {
     /// (a write that timed out and landed late wrote over a save the session's
     /// next request had acknowledged; review, stop 59).
     pub put_absent: bool,
+    /// (ae) session_save.lua, told that a logout revoked the token, writes
+    /// after that logout (the revoked set's expiry, set again), so that the
+    /// WAIT after it counts the logout, which another link wrote. Off: it
+    /// wrote nothing, a destroy told so was reported done at once, and a
+    /// failover could bring the logged-out session back (review, stop 61).
+    pub revoked_touches: bool,
 }
 
 /// One script running on one node: its keys, the clock, and whether it wrote
@@ -879,6 +885,16 @@ impl Script<'_> {
         })
     }
 
+    /// session_save.lua's answer to a token that does not hold: 2, and a
+    /// write for the WAIT after it (fix (ae)), when a logout revoked it.
+    fn told_revoked(&mut self, token: Token) -> Reply {
+        let reply = self.not_owned(token, true);
+        if reply == Reply::Int(2) && self.scripts.revoked_touches {
+            self.touched = true;
+        }
+        reply
+    }
+
     /// refresh.lua: `at_least` for the watchdog's renewals and a grant's
     /// extension, which never shorten a lease (with `Scripts::at_least` off,
     /// renewals set it exactly: fix (c) reverted); the holder's refresh voids
@@ -1081,7 +1097,7 @@ impl Script<'_> {
     /// session_save.lua with op 'write'.
     pub fn session_save(&mut self, token: Token, data: Data) -> Reply {
         if !owns(self.db.lock, token) {
-            return self.not_owned(token, true);
+            return self.told_revoked(token);
         }
         self.db.data = Some(data);
         // payload(): 'd' .. ARGV[2], the data just written.
@@ -1093,7 +1109,7 @@ impl Script<'_> {
     /// next waiter, with no data (`payload()`: 'n').
     pub fn session_destroy(&mut self, token: Token) -> Reply {
         if !owns(self.db.lock, token) {
-            let reply = self.not_owned(token, true);
+            let reply = self.told_revoked(token);
             // Run again after a lost reply: our first run's marker says it
             // destroyed (PEXPIRE, a write for the WAIT that follows).
             if reply == Reply::Int(0)

@@ -47,7 +47,9 @@ use stateright::{Model, Property};
 use crate::client::{
     Call, Client, Kind, Link, Orphans, Outcome, Pc, Program, Req, Stage, Want, WatchState,
 };
-use crate::redis::{owns, How, Mode, Reply, Script, Scripts, Store, Time, Token, WAKE_KEEP};
+use crate::redis::{
+    owns, Data, How, Mode, Reply, RevokeMarker, Script, Scripts, Store, Time, Token, WAKE_KEEP,
+};
 use crate::slots::Slots;
 
 thread_local! {
@@ -102,6 +104,13 @@ pub fn show(req: Req) -> String {
     }
 }
 
+/// The session data stored before any request runs (`Config::stored`): write
+/// 15, a bit no client's write id uses.
+pub const STORED: Data = Data {
+    write: 15,
+    lineage: 1 << 15,
+};
+
 /// What a run of the model may do.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -147,6 +156,9 @@ pub struct Config {
     /// release whose reply is lost (it runs late, or never: the process's next
     /// call would). Off: both run together, by themselves (`Req::Abandon`).
     pub give_ups_apart: bool,
+    /// The session is stored before any request runs (`STORED`, acknowledged,
+    /// on both nodes).
+    pub stored: bool,
     pub fixes: Fixes,
 }
 
@@ -243,6 +255,13 @@ pub struct Fixes {
     /// conversion asks resolve.lua and, finding it not done, again with its
     /// token, as before the fix (found by review, stop 56).
     pub broken_conversion_lets_go: bool,
+    /// (af) With wait_replicas, `Lock::ask_restored`'s read of a restored
+    /// token is followed by an owner-checked refresh that shortens nothing (to
+    /// at least what was read), WAITed for: the hold counts on no more lease
+    /// than the replica has. Off: on the master's word alone, as before stop
+    /// 60 (a holder's refresh whose WAIT fell short left the master's lease
+    /// longer than the replica's: two holders after a crash).
+    pub restore_waits: bool,
 }
 
 /// Where the failover is.
@@ -308,6 +327,14 @@ pub struct Ghost {
     pub logout_confirmed: bool,
     /// A fresh id's write run again (or late) found its first run's marker.
     pub put_by_marker: bool,
+    /// The session data (bits: the write ids that stored them) a logout
+    /// reported done removed: the data a request's destroy read, or what a
+    /// `Revoker`'s runs deleted on the master.
+    pub logged_out: u16,
+    /// What the `Revoker`'s runs deleted on the master (bits: write ids).
+    pub revoker_deleted: u16,
+    /// A destroy told "revoked" counted on another request's logout.
+    pub destroy_counted_on_logout: bool,
     /// Each revocation that ran: its nonce, and the token its first run handed
     /// the lock to.
     pub revokes: Slots<(u8, Option<Token>), 2>,
@@ -498,7 +525,15 @@ impl State {
                 script.refresh(token, ttl, how, how == How::Renewal && session(token))
             }
             Req::Fence { token } => script.fence(token),
-            Req::Inspect { token } => script.inspect(token),
+            Req::Inspect { token } => {
+                let reply = script.inspect(token);
+                if cfg.wait_replicas && cfg.fixes.restore_waits {
+                    if let Reply::Owned(Some(o)) = reply {
+                        script.refresh(token, o.pttl.max(1), How::Grant, false);
+                    }
+                }
+                reply
+            }
             Req::Release { token } => script.release(token, session(token), permit(token)),
             Req::Save { token, data } => script.session_save(token, data),
             Req::SavedBefore { data } => script.saved_before(data),
@@ -636,19 +671,27 @@ impl State {
         let after = &self.redis.nodes[usize::from(node)].store;
         // A session request's logout (its destroy's fallback) takes effect
         // once in the master's history: a deletion after its destroy or an
-        // earlier run deletes what others wrote since, which is kept. (A
-        // `Revoker` runs without failovers: its first run is its first.)
+        // earlier run deletes what others wrote since, which is kept. A
+        // `Revoker`'s acts where its marker is not (its first run, or one
+        // after a failover that lost the first); without a marker on every
+        // run (fixes (b), (f) reverted, no failover), its first run does.
         let client = nonce / 4;
         let session = matches!(cfg.clients[usize::from(client)], Program::Session { .. });
         let earlier = self.ghost.revokes.iter().find(|(n, _)| *n == nonce);
         let first = match session {
             true => before.logged_out & 1 << client == 0,
+            false if cfg.fixes.scripts.revoke_marker == RevokeMarker::Always => {
+                !before.revoked.contains(&nonce)
+            }
             false => earlier.is_none(),
         };
         // Only on the master: a deposed master's deletion is undone with its
         // writes, and crediting it would excuse the loss of what it deleted.
         if first && after.data.is_none() && node == self.redis.master() {
             self.ghost.deleted |= before.data.map_or(0, |d| d.lineage);
+        }
+        if !session && after.data.is_none() && node == self.redis.master() {
+            self.ghost.revoker_deleted |= before.data.map_or(0, |d| 1 << d.write);
         }
         let holder = |s: &Store| s.lock.map(|l| l.token);
         let (was, is) = (holder(before), holder(after));
@@ -810,8 +853,12 @@ impl Model for System {
 
     fn init_states(&self) -> Vec<State> {
         let cfg = &self.config;
+        let store = Store {
+            data: cfg.stored.then_some(STORED),
+            ..Store::default()
+        };
         let node = |writable| Node {
-            store: Store::default(),
+            store,
             up: true,
             writable,
         };
@@ -829,7 +876,10 @@ impl Model for System {
             orphans: Slots::new(),
             faults: cfg.faults,
             crashes: cfg.crashes,
-            ghost: Ghost::default(),
+            ghost: Ghost {
+                acked: if cfg.stored { STORED.lineage } else { 0 },
+                ..Ghost::default()
+            },
         }]
     }
 
@@ -1144,6 +1194,11 @@ impl Model for System {
                 let kept = s.master().data.map_or(0, |d| d.lineage) | s.ghost.deleted;
                 s.ghost.acked & !kept == 0
             }),
+            Property::always("a logout reported done stays done", |_, s: &State| {
+                s.master()
+                    .data
+                    .is_none_or(|d| s.ghost.logged_out & 1 << d.write == 0)
+            }),
             Property::always(
                 "a revocation spares the lease it handed on",
                 |_, s: &State| !s.ghost.revoked_own_handoff,
@@ -1191,6 +1246,9 @@ impl Model for System {
             }),
             Property::sometimes("a logout run again finds it took effect", |_, s: &State| {
                 s.ghost.logout_confirmed
+            }),
+            Property::sometimes("a destroy counts on another's logout", |_, s: &State| {
+                s.ghost.destroy_counted_on_logout
             }),
             Property::sometimes(
                 "a fresh id's write answered by its marker",
@@ -1368,6 +1426,12 @@ impl System {
                     Reply::Int(1),
                 ) => true,
                 (Req::SavedBefore { .. } | Req::DestroyedBefore, Reply::Found(true)) => true,
+                // `Lease::inspect_replicated` (fix (af)).
+                (Req::Inspect { .. }, Reply::Owned(Some(_))) => cfg.fixes.restore_waits,
+                // Told "revoked": the caller counts on that logout (fix (ae)).
+                (Req::Save { .. } | Req::Destroy { .. }, Reply::Int(2)) => true,
+                // `SessionStore::revoke` WAITs after every run.
+                (Req::Revoke { .. }, _) => true,
                 _ => false,
             };
         if wait {

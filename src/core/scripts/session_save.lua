@@ -17,6 +17,13 @@ if not owns(redis.call('GET', lock), ARGV[1]) then
   -- Revoked, the token cannot have saved before: the revocation found it
   -- holding, and nothing it sends runs after.
   if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then
+    -- The caller then counts on that logout (its destroy is done), which
+    -- another link wrote and may not have seen replicated: a write here, after
+    -- it in the replication stream, is what this link's WAIT can count.
+    local left = redis.call('PTTL', KEYS[5])
+    if left > 0 then
+      redis.call('PEXPIRE', KEYS[5], left)
+    end
     return 2
   end
   -- A destroy run again after a lost reply: its first run did it if it left
