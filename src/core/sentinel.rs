@@ -101,7 +101,7 @@ fn entry<'a>(known: &'a mut Vec<Known>, ep: &Endpoint) -> &'a mut Known {
     &mut known[i]
 }
 
-fn is_sentinel(ep: &Endpoint) -> bool {
+pub(crate) fn is_sentinel(ep: &Endpoint) -> bool {
     matches!(ep.topology, Topology::Sentinel { .. })
 }
 

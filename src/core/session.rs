@@ -879,15 +879,19 @@ impl SessionStore {
     }
 
     /// Extends session `id`'s data to `max_lifetime`, if it is stored (not
-    /// a write: a newer save is never undone); whether it was.
-    pub fn expire(&self, id: &str, max_lifetime: Duration) -> Result<bool> {
+    /// a write: a newer save is never undone).
+    pub fn expire(&self, id: &str, max_lifetime: Duration) -> Result<()> {
         check_id(id)?;
         let lease = self.lease(id);
         let key = self.data_key(id);
         let secs = max_lifetime.as_secs().max(1);
-        let n: i64 = lease
-            .call_idempotent(|c| redis::cmd("EXPIRE").arg(&key).arg(secs).query(&mut c.inner))?;
-        Ok(n == 1)
+        lease.call_idempotent(|c| {
+            redis::cmd("EXPIRE")
+                .arg(&key)
+                .arg(secs)
+                .query::<i64>(&mut c.inner)
+        })?;
+        Ok(())
     }
 
     /// [`SessionStore::put`] of data already in its stored form (`packed`).

@@ -116,15 +116,11 @@ pub fn watch(
     // Sleeping past this lease's first renewal, or it needs checking now, or its
     // Sentinel service has no subscription yet, or past its Cluster's next poll
     // (the thread may sleep until an idle link closes, a minute).
-    let unheard = is_sentinel(ep) && !sentinel::subscribed(ep);
+    let unheard = sentinel::is_sentinel(ep) && !sentinel::subscribed(ep);
     let sleeps_past = |at: Instant| st.sleeping_until.is_some_and(|until| at < until);
     if stale || unheard || (renew && sleeps_past(due)) || (is_cluster(ep) && sleeps_past(poll_at)) {
         st.wake();
     }
-}
-
-fn is_sentinel(ep: &Endpoint) -> bool {
-    matches!(ep.topology, Topology::Sentinel { .. })
 }
 
 fn is_cluster(ep: &Endpoint) -> bool {
@@ -629,7 +625,8 @@ impl Work {
         for mut lw in self.lanes {
             let now = Instant::now();
             // Spend no more than half of what is left of the most urgent lease.
-            let budget = first_end.map(|e| e.saturating_duration_since(now) / 2);
+            let budget_at = |at: Instant| first_end.map(|e| e.saturating_duration_since(at) / 2);
+            let budget = budget_at(now);
             if !lw.check.is_empty() {
                 check(&lw.endpoint, &mut lw.link, &lw.check, lw.generation);
             }
@@ -640,8 +637,7 @@ impl Work {
             // node that hangs rather than refuses would spend a read timeout);
             // when too little is left, the next poll asks.
             if lw.poll {
-                let left = first_end.map(|e| e.saturating_duration_since(Instant::now()) / 2);
-                let timeout = left.map_or(lw.endpoint.timeouts.read, |l| {
+                let timeout = budget_at(Instant::now()).map_or(lw.endpoint.timeouts.read, |l| {
                     l.min(lw.endpoint.timeouts.read)
                 });
                 if timeout >= MIN_POLL_TIMEOUT {
@@ -832,8 +828,8 @@ fn opened<'l>(ep: &Endpoint, link: &'l mut Option<Link>) -> Option<&'l mut Link>
     link.as_mut()
 }
 
-/// Looks for the holds `group` on the current master of a Sentinel service
-/// (generation `generation`): one that is not there is lost (it was taken on a
+/// Looks for the holds `group` on the current master of a Sentinel service or
+/// a Cluster (generation `generation`): one that is not there is lost (it was taken on a
 /// master since replaced, or a failover lost it), or, a session's, revoked by a
 /// logout.
 fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generation: u64) {
@@ -974,17 +970,10 @@ fn renew_on(
     {
         *link = None;
     }
-    if link.is_none() {
-        match topology::open(ep) {
-            Ok(l) => *link = Some(l),
-            Err(_) => {
-                metrics::incr(Counter::ConnectionErrors);
-                group.iter().for_each(|r| r.unanswered());
-                return;
-            }
-        }
-    }
-    let conn = link.as_mut().expect("just opened");
+    let Some(conn) = opened(ep, link) else {
+        group.iter().for_each(|r| r.unanswered());
+        return;
+    };
     // Its rounds and the WAIT after them are one call (a Cluster link notes
     // where each renewal ran, for the WAIT).
     conn.begin();
