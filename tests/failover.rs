@@ -864,7 +864,7 @@ fn a_subscription_gone_quiet_is_made_again_and_a_missed_failover_learned() {
 /// logout: it is WAITed for on the destroy's own link (session_save.lua writes
 /// after the logout's writes, and the replication stream keeps them in order),
 /// and not reported done while the replica lacks it. Before, it was reported
-/// done at once, and a failover then brought the logged-in session back
+/// done at once, and a failover then brought the logged-out session back
 /// (review, stop 61).
 #[test]
 fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
@@ -874,17 +874,31 @@ fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
         master.port
     );
     let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    // The logout from another link, as from another process: under another
+    // name, the pool gives it a connection of its own (on the holder's, the
+    // destroy's WAIT would count the logout's writes without the script's).
+    let other = dsn.replace("127.0.0.1", "localhost");
+    let other = Arc::new(Endpoint::parse(&other, Timeouts::default()).unwrap());
     let config = SessionConfig {
         lock_renew: false,
         lock_ttl: SEC * 60,
         ..SessionConfig::default()
     };
-    let s = SessionStore::new(ep.clone(), config.clone());
-    let logout = SessionStore::new(ep, config);
-    // With the replica up: told revoked, done.
+    let s = SessionStore::new(ep, config.clone());
+    let logout = SessionStore::new(other, config);
+    // With the replica up: told revoked, done. The script writes after the
+    // logout: WAIT on Redis >= 7.2 and Valkey counts a link's own writes only
+    // (7.0's counted every write before its last command, so the WAIT below
+    // would not tell).
+    let mut raw = master.conn();
     let (mut held, _) = s.open("rvw1").unwrap();
     assert!(logout.delete("rvw1", None).unwrap());
+    let writes = info_count(&mut raw, "rdb_changes_since_last_save:");
     assert_eq!(s.destroy(&mut held, None).unwrap(), Saved::Revoked);
+    assert!(
+        info_count(&mut raw, "rdb_changes_since_last_save:") > writes,
+        "told revoked, the script wrote nothing its WAIT could count"
+    );
     // The replica stops: the logout's own WAIT falls short (reported failed),
     // and the holder's destroy must not report it done either.
     let (mut held, _) = s.open("rvw2").unwrap();
@@ -900,4 +914,14 @@ fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
         Err(Error::Connection(e)) => assert!(e.contains("A logout revoked this session"), "{e}"),
         other => panic!("reported {other:?} while the replica lacked the logout"),
     }
+    // A write told so wrote nothing, and stays quiet (a warning would be an
+    // HTTP 500 in the frameworks): the session is revoked either way.
+    let (mut held, _) = s.open("rvw3").unwrap();
+    replica.signal("STOP");
+    let revoked = logout.delete("rvw3", None);
+    let told = s.write(&mut held, b"late", SEC * 60);
+    replica.signal("CONT");
+    assert!(revoked.is_err(), "{revoked:?}");
+    assert_eq!(told.unwrap(), Saved::Revoked);
+    assert!(held.revoked);
 }

@@ -715,6 +715,7 @@ fn a_revocation_acts_once_with_its_marker_on_every_run() {
         &*checker,
         &[
             WRITES_KEPT,
+            LOGOUTS_KEPT,
             REVOKE_ONCE,
             UNREVOKED,
             NOT_WOKEN_REVOKED,
@@ -813,6 +814,7 @@ fn a_logout_run_again_after_a_lost_reply_keeps_a_later_save() {
             &*checker,
             &[
                 WRITES_KEPT,
+                LOGOUTS_KEPT,
                 MUTEX,
                 UNREVOKED,
                 NOT_WOKEN_REVOKED,
@@ -876,7 +878,10 @@ fn a_logout_reported_done_survives_a_failover() {
                 INTEREST,
                 HOLDS,
             ],
-            &["a destroy counts on another's logout"],
+            &[
+                "a destroy counts on another's logout",
+                "a destroy told revoked runs again after a switch",
+            ],
         );
     }
 }
@@ -1682,12 +1687,25 @@ fn a_restored_write_token_is_relied_on_only_while_it_holds_alone() {
     assert_holds(&*checker, &RW_PROPERTIES, &["a restored hold relied on"]);
 }
 
-/// The same across a failover, with wait_replicas=1: the writer may refresh
-/// its hold (ttl 4 of 2) before it detaches, and that refresh's WAIT may fall
-/// short, leaving the master's lease longer than the replica's.
-fn restores_across_failover(failover: Failover) -> Config {
+/// The same across a failover, with wait_replicas=1: the writer (`read`: a
+/// reader, beside a writer) may refresh its hold (ttl 4 of 2) before it
+/// detaches, and that refresh's WAIT may fall short, leaving the master's
+/// lease longer than the replica's.
+fn restores_across_failover(failover: Failover, read: bool) -> Config {
     let mut config = moved_write_tokens();
-    if let Program::Writer { refresh, .. } = &mut config.clients[0] {
+    if read {
+        config.clients = vec![
+            Program::Reader {
+                acquires: 1,
+                upgrade: false,
+                detach: true,
+                retry: false,
+                refresh: true,
+            },
+            writer(false),
+            RESTORER,
+        ];
+    } else if let Program::Writer { refresh, .. } = &mut config.clients[0] {
         *refresh = true;
     }
     config.refresh_ttls = vec![4];
@@ -1702,22 +1720,29 @@ fn restores_across_failover(failover: Failover) -> Config {
 /// is followed by a refresh that shortens nothing, WAITed for (stop 60).
 #[test]
 fn a_restored_hold_counts_on_no_more_than_the_replica_has() {
-    for failover in [Failover::Planned, Failover::Crash] {
-        let name = format!("restores across a failover, {failover:?}");
-        let checker = check(&name, restores_across_failover(failover), None);
-        assert_holds(&*checker, &RW_PROPERTIES, &["a restored hold relied on"]);
+    for read in [false, true] {
+        for failover in [Failover::Planned, Failover::Crash] {
+            let name = format!("restores across a failover, {failover:?}, read {read}");
+            let checker = check(&name, restores_across_failover(failover, read), None);
+            assert_holds(&*checker, &RW_PROPERTIES, &["a restored hold relied on"]);
+        }
     }
 }
 
 /// Fix (af) reverted: the restorer counts on the master's lease, which the
 /// holder's refresh lengthened without the replica: a crash promotes the
-/// replica, the lease ends there, the reader comes in beside the restorer.
+/// replica, the lease ends there, and the other client comes in beside the
+/// restorer (a reader beside a restored writer, a writer beside a restored
+/// reader).
 #[test]
 fn reverted_af_a_restored_hold_counts_on_a_lease_the_replica_lacks() {
-    let mut config = restores_across_failover(Failover::Crash);
-    config.fixes.restore_waits = false;
-    let checker = check("(af) restore without WAIT", config, Some(MUTEX));
-    assert_violated(&*checker, MUTEX);
+    for read in [false, true] {
+        let mut config = restores_across_failover(Failover::Crash, read);
+        config.fixes.restore_waits = false;
+        let name = format!("(af) restore without WAIT, read {read}");
+        let checker = check(&name, config, Some(MUTEX));
+        assert_violated(&*checker, MUTEX);
+    }
 }
 
 /// A semaphore of two: one client takes a permit and detaches its token;

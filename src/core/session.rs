@@ -713,12 +713,18 @@ impl SessionStore {
                         Ok(Saved::Yes)
                     }
                     2 => {
-                        // A logout a failover could undo (its revocation not
-                        // replicated: the revoking request's own WAIT may have
-                        // fallen short) is not counted on. Before, a destroy
-                        // told so was reported done at once (review, stop 61).
-                        s.lease.replicated(acks, "A logout revoked this session")?;
                         s.revoked = true;
+                        // A destroy counts on the logout that revoked it, which a
+                        // failover could undo (the revoking request's own WAIT may
+                        // have fallen short): not reported done until replicated.
+                        // Before, it was at once (review, stop 61). A write or
+                        // touch told so wrote nothing, and stays quiet (a
+                        // warning is an HTTP 500 in the frameworks); the
+                        // shortfall is counted either way.
+                        let shortfall = s.lease.replicated(acks, "A logout revoked this session");
+                        if op == "destroy" {
+                            shortfall?;
+                        }
                         Ok(Saved::Revoked)
                     }
                     _ => Ok(Saved::LeaseLost),

@@ -333,6 +333,13 @@ pub struct Claim {
     pub busy_since: Option<Time>,
     /// When the current attempt was sent.
     pub sent: Time,
+    /// A conversion: when its first attempt was sent, plus the ttl. Redis may
+    /// have converted the hold already (into a lease that ends no sooner), so
+    /// the old hold, whose bound a refresh may have made longer, is counted
+    /// on while the claim lasts only until then. (The code counts on nothing
+    /// during the call; after it, on the converted hold, or on the old one if
+    /// Redis did not convert it.)
+    pub converted_by: Time,
     pub step: Step,
 }
 
@@ -505,8 +512,9 @@ impl Client {
     pub fn counts_on_hold(&self, now: Time) -> bool {
         let inside = match self.pc {
             Pc::Held | Pc::Refreshing { .. } | Pc::Fencing { .. } => true,
-            // Converting its hold: it keeps what it has while it waits.
-            Pc::Claim(c) => c.convert,
+            // Converting its hold: it keeps what it has while it waits, as
+            // long as a lease the conversion may have become lasts.
+            Pc::Claim(c) => c.convert && now < c.converted_by,
             _ => false,
         };
         inside && self.hold.is_some_and(|h| h.watch.counting(now))

@@ -513,6 +513,7 @@ impl System {
             retried: false,
             busy_since: None,
             sent: now,
+            converted_by: now + self.config.ttl,
             step: Step::Attempt,
         });
         self.attempt(s, c);
@@ -1484,9 +1485,10 @@ impl System {
         match outcome {
             // Saved on a master that could not replicate it, and a failover named
             // a new master meanwhile: run again there, as after a broken link.
-            Outcome::Reply(Reply::Int(1 | 2), Some(false))
+            Outcome::Reply(Reply::Int(n @ (1 | 2)), Some(false))
                 if !second && self.switched_since(s, c, generation) =>
             {
+                s.ghost.revoked_destroy_rerun |= destroy && n == 2;
                 self.again(s, c, call, again)
             }
             // A destroy that found the lock not ours (run again: nor its first

@@ -1164,6 +1164,8 @@ impl Script<'_> {
     pub fn session_revoke(&mut self, nonce: u8) -> Reply {
         let marker = self.scripts.revoke_marker;
         if marker != RevokeMarker::Never && self.db.revoked.contains(&nonce) {
+            // The marker set again, for the WAIT that follows.
+            self.touched = true;
             return Reply::Int(2);
         }
         self.db.data = None;

@@ -335,6 +335,8 @@ pub struct Ghost {
     pub revoker_deleted: u16,
     /// A destroy told "revoked" counted on another request's logout.
     pub destroy_counted_on_logout: bool,
+    /// A destroy told "revoked", short of replicas, ran again after a switch.
+    pub revoked_destroy_rerun: bool,
     /// Each revocation that ran: its nonce, and the token its first run handed
     /// the lock to.
     pub revokes: Slots<(u8, Option<Token>), 2>,
@@ -1195,9 +1197,10 @@ impl Model for System {
                 s.ghost.acked & !kept == 0
             }),
             Property::always("a logout reported done stays done", |_, s: &State| {
+                // Nor data built on it (a revoked holder's save let in).
                 s.master()
                     .data
-                    .is_none_or(|d| s.ghost.logged_out & 1 << d.write == 0)
+                    .is_none_or(|d| s.ghost.logged_out & d.lineage == 0)
             }),
             Property::always(
                 "a revocation spares the lease it handed on",
@@ -1250,6 +1253,10 @@ impl Model for System {
             Property::sometimes("a destroy counts on another's logout", |_, s: &State| {
                 s.ghost.destroy_counted_on_logout
             }),
+            Property::sometimes(
+                "a destroy told revoked runs again after a switch",
+                |_, s: &State| s.ghost.revoked_destroy_rerun,
+            ),
             Property::sometimes(
                 "a fresh id's write answered by its marker",
                 |_, s: &State| s.ghost.put_by_marker,
