@@ -334,9 +334,11 @@ pub struct Claim {
     /// When the current attempt was sent.
     pub sent: Time,
     /// A conversion: when its first attempt was sent, plus the ttl. Redis may
-    /// have converted the hold already (into a lease that ends no sooner), so
-    /// the old hold, whose bound a refresh may have made longer, is counted
-    /// on while the claim lasts only until then. (The code counts on nothing
+    /// have converted the hold already, into a lease of the ttl from the grant
+    /// (no earlier than that send; a refresh of the old hold still on its way
+    /// may end it sooner, which its bound in `watch.end` already allows), so
+    /// the old hold, whose bound a refresh may have made longer, is counted on
+    /// while the claim lasts only until then. (The code counts on nothing
     /// during the call; after it, on the converted hold, or on the old one if
     /// Redis did not convert it.)
     pub converted_by: Time,
