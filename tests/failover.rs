@@ -887,7 +887,7 @@ fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
     let s = SessionStore::new(ep, config.clone());
     let logout = SessionStore::new(other, config);
     // With the replica up: told revoked, done. The script writes after the
-    // logout: WAIT on Redis >= 7.2 and Valkey counts a link's own writes only
+    // logout: WAIT on Redis 8 and Valkey counts a link's own writes only
     // (7.0's counted every write before its last command, so the WAIT below
     // would not tell).
     let mut raw = master.conn();

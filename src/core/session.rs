@@ -653,12 +653,15 @@ impl SessionStore {
                 };
                 let generation = topology::generation(&s.lease.endpoint);
                 let first = match s.lease.call(run) {
-                    // Saved (or told of a logout) on a master that could not
-                    // replicate it, and a failover named a new master meanwhile: as
-                    // after a broken link, the save runs again there (where our
-                    // lease is, if it was replicated, or the logout).
-                    Ok((1 | 2, acks))
-                        if s.lease.short(acks) && s.lease.switched_since(generation) =>
+                    // Saved (or, a destroy, told of a logout) on a master that
+                    // could not replicate it, and a failover named a new master
+                    // meanwhile: as after a broken link, the save runs again there
+                    // (where our lease is, if it was replicated, or the logout). A
+                    // write or touch told of a logout is done with, quietly.
+                    Ok((n @ (1 | 2), acks))
+                        if (n == 1 || op == "destroy")
+                            && s.lease.short(acks)
+                            && s.lease.switched_since(generation) =>
                     {
                         Err(Failure::Broken(Error::Connection(String::new())))
                     }

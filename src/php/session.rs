@@ -807,6 +807,11 @@ impl Handler {
             if result.is_err() && s.lease_lost {
                 self.lost.get_or_insert((id.to_string(), Lost::Expired));
             }
+            // Told that a logout revoked it, whose replication fell short (the
+            // error): nor when the logout revoked its hold.
+            if result.is_err() && s.revoked {
+                self.lost.get_or_insert((id.to_string(), Lost::Revoked));
+            }
             self.origin_destroyed(
                 id,
                 result

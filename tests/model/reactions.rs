@@ -1483,10 +1483,11 @@ impl System {
             second: true,
         };
         match outcome {
-            // Saved on a master that could not replicate it, and a failover named
-            // a new master meanwhile: run again there, as after a broken link.
+            // Saved (a destroy: or told "revoked") on a master that could not
+            // replicate it, and a failover named a new master meanwhile: run
+            // again there, as after a broken link.
             Outcome::Reply(Reply::Int(n @ (1 | 2)), Some(false))
-                if !second && self.switched_since(s, c, generation) =>
+                if !second && (n == 1 || destroy) && self.switched_since(s, c, generation) =>
             {
                 s.ghost.revoked_destroy_rerun |= destroy && n == 2;
                 self.again(s, c, call, again)
