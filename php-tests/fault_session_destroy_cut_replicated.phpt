@@ -50,12 +50,12 @@ foreach (['cut' => 'ran', 'hold' => 'never ran'] as $fault => $what) {
 }
 $proxy->flush();
 
-// locking = off: a DEL whose reply was cut is sent again, finds nothing to
-// delete and so writes nothing on its link. WAIT counts the writes of its own
-// link (on Redis 7.0, as measured here, it also covered what other links wrote
-// before its last command, so there the old code's WAIT covered the first DEL
-// by chance; later servers need not). A marker written after the DEL is waited
-// for instead:
+// locking = off: a destroy (session_delete.lua, with wait_replicas) whose reply
+// was cut is sent again, and its DEL finds nothing to delete, which writes
+// nothing on its link. WAIT counts the writes of its own link (on Redis 7.0, as
+// measured here, it also covered what other links wrote before its last
+// command; later servers do not). The script writes a marker then, which is
+// waited for instead:
 // with the replica stopped before the first DEL reached it, too few replicas,
 // reported as such, never a logout said done that a failover would undo.
 $off = new RedisLockingSessionHandler($proxy->dsn('connect_timeout=1&read_timeout=2&wait_replicas=1&wait_timeout=300'),
@@ -70,11 +70,11 @@ rl_same('off: the replica acknowledged the session', 1, $raw->cmd('WAIT', '1', '
 rl_same('off: read() reads it', 'v|i:1;', $off->read($sid));
 rl_kill_pid($replica['pid'], 'STOP');
 $warnings = [];
-$proxy->arm('cut', [$dataKey, 'DEL']);
+$proxy->arm('cut', [$dataKey, rl_script_marker('session_delete.lua')]);
 $r = fault_outcome(fn() => $off->destroy($sid));
 $ev = $proxy->awaitEvent('cut', 5.0);
 rl_kill_pid($replica['pid'], 'CONT');
-rl_same('off: Redis ran the cut DEL', 1, $ev['reply'] ?? null);
+rl_same('off: Redis ran the cut destroy', 1, $ev['reply'] ?? null);
 rl_same('off: the data is gone from the master', 0, $raw->cmd('EXISTS', $dataKey));
 rl_same('off: destroy() is not said done', false, $r['value'] ?? $r['exception']);
 rl_ok('off: the warning says the replicas did not acknowledge it', count($warnings) === 1
@@ -101,7 +101,7 @@ ok: hold: and from the replica (the destroy was waited for)
 ok: hold: no lock left
 ok: off: the replica acknowledged the session
 ok: off: read() reads it
-ok: off: Redis ran the cut DEL
+ok: off: Redis ran the cut destroy
 ok: off: the data is gone from the master
 ok: off: destroy() is not said done
 ok: off: the warning says the replicas did not acknowledge it

@@ -22,9 +22,15 @@ use support::{
 const SEC: Duration = Duration::from_secs(1);
 const MS: Duration = Duration::from_millis(1);
 
+fn endpoint(dsn: &str) -> Arc<Endpoint> {
+    Arc::new(Endpoint::parse(dsn, Timeouts::default()).unwrap())
+}
+
 fn lease(dsn: &str, name: &str) -> Lease {
-    let ep = Endpoint::parse(dsn, Timeouts::default()).unwrap();
-    Lease::new(Arc::new(ep), LeaseKeys::for_lock(b"lock:", name.as_bytes()))
+    Lease::new(
+        endpoint(dsn),
+        LeaseKeys::for_lock(b"lock:", name.as_bytes()),
+    )
 }
 
 /// A connection to a sentinel, for the test's own subscription to its
@@ -517,7 +523,7 @@ fn a_session_a_logout_revoked_is_not_lost_to_a_later_failover() {
     // failover, which would alert (failover_lost, session_lost).
     let set = SentinelSet::start("logout");
     let dsn = set.dsn("logout", "?timeout=0.5&read_timeout=1");
-    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let ep = endpoint(&dsn);
     let config = SessionConfig {
         lock_renew: false,
         // Past the waits below: a hold that expired would be lost, not revoked.
@@ -590,6 +596,140 @@ fn a_release_asked_again_after_a_lost_reply_is_waited_for() {
         1,
         "the second run's WAIT"
     );
+}
+
+/// A release told that an earlier one may have run (it timed out:
+/// `maybe_done`) and finding the lock gone counts that earlier run as its own:
+/// it writes a marker on its link and WAITs for it, as a release run again
+/// after a lost reply does. Before, it reported the lock released with no
+/// WAIT, and a failover could bring the lock back (review, stop 62).
+#[test]
+fn a_release_that_may_have_run_before_is_waited_for() {
+    let (master, _replica) = master_and_replica();
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=10000",
+        master.port
+    );
+    let a = lease(&dsn, "maybe_done");
+    let held = a.acquire(SEC * 30, Duration::ZERO).unwrap().expect("free");
+    let mut raw = master.conn();
+    // What the earlier release, whose reply never came, did.
+    let _: i64 = redis::cmd("DEL")
+        .arg("lock:{maybe_done}")
+        .query(&mut raw)
+        .unwrap();
+    let waits = info_count(&mut raw, "cmdstat_wait:calls=");
+    let writes = info_count(&mut raw, "rdb_changes_since_last_save:");
+    assert!(a.release(&held, true).unwrap(), "freed by the earlier run");
+    assert!(
+        info_count(&mut raw, "rdb_changes_since_last_save:") > writes,
+        "no marker for WAIT to count"
+    );
+    assert_eq!(
+        info_count(&mut raw, "cmdstat_wait:calls=") - waits,
+        1,
+        "the release's WAIT"
+    );
+}
+
+/// With locking off and wait_replicas, a destroy whose DEL finds nothing
+/// (another request's logout deleted the session, and its own WAIT fell
+/// short) is not reported done while the replica lacks that logout: a marker
+/// written after the DEL is what its WAIT counts (Redis 8 and Valkey count a
+/// link's own writes only). Before, only a DEL run again wrote one, and the
+/// destroy said done at once there (review, stop 62).
+#[test]
+fn an_unlocked_destroy_finding_nothing_waits_for_what_deleted_it() {
+    let (master, replica) = master_and_replica();
+    let dsn = format!(
+        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=300",
+        master.port
+    );
+    let ep = endpoint(&dsn);
+    let s = SessionStore::new(
+        ep,
+        SessionConfig {
+            locking: false,
+            ..SessionConfig::default()
+        },
+    );
+    let mut raw = master.conn();
+    let key = "PHPREDIS_SESSION:offdel";
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("v|i:1;")
+        .query(&mut raw)
+        .unwrap();
+    // The library loaded first (a destroy that finds nothing, replicated):
+    // the FUNCTION LOAD of a first call would be a write on the link too.
+    let (mut warm, _) = s.open("offwarm").unwrap();
+    assert_eq!(s.destroy(&mut warm, None).unwrap(), Saved::Yes);
+    let (mut session, data) = s.open("offdel").unwrap();
+    assert_eq!(data.as_deref(), Some(&b"v|i:1;"[..]));
+    // The replica has the data, and all this link wrote.
+    support::await_acknowledged(&master);
+    replica.signal("STOP");
+    // Another request's logout, on a link of its own.
+    let _: i64 = redis::cmd("DEL").arg(key).query(&mut raw).unwrap();
+    let writes = info_count(&mut raw, "rdb_changes_since_last_save:");
+    let told = s.destroy(&mut session, None);
+    replica.signal("CONT");
+    assert!(
+        info_count(&mut raw, "rdb_changes_since_last_save:") > writes,
+        "no marker for WAIT to count"
+    );
+    let markers: Vec<String> = redis::cmd("KEYS")
+        .arg("{PHPREDIS_SESSION:offdel}:lock:deleted:*")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(markers.len(), 1, "{markers:?}");
+    match told {
+        Err(Error::Connection(e)) => assert!(e.contains("only 0 of the 1 replicas"), "{e}"),
+        other => panic!("reported {other:?} while the replica lacked the logout"),
+    }
+    // A full Redis (maxmemory, noeviction) refuses a SET, not a logout: a
+    // destroy is done, locking off (its marker written all the same) or on,
+    // as a function and as a script (functions=0).
+    support::await_acknowledged(&master);
+    let stores: Vec<_> = [
+        ("", false),
+        ("&functions=0", false),
+        ("", true),
+        ("&functions=0", true),
+    ]
+    .into_iter()
+    .map(|(query, locking)| {
+        let store = SessionStore::new(
+            endpoint(&format!(
+                "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=10000{query}",
+                master.port
+            )),
+            SessionConfig {
+                locking,
+                lock_renew: false,
+                ..SessionConfig::default()
+            },
+        );
+        let (session, data) = store
+            .open(&format!("gone-{locking}-{}", query.len()))
+            .unwrap();
+        assert_eq!(data, None);
+        (store, session)
+    })
+    .collect();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg(1)
+        .query(&mut raw)
+        .unwrap();
+    let refused = redis::cmd("SET").arg("x").arg(1).query::<()>(&mut raw);
+    assert!(refused.is_err_and(|e| e.code() == Some("OOM")));
+    for (store, mut session) in stores {
+        let writes = info_count(&mut raw, "rdb_changes_since_last_save:");
+        assert_eq!(store.destroy(&mut session, None).unwrap(), Saved::Yes);
+        assert!(info_count(&mut raw, "rdb_changes_since_last_save:") > writes);
+    }
 }
 
 /// With wait_replicas, a release that was answered and whose WAIT then got no
@@ -765,7 +905,7 @@ fn a_touch_run_again_on_a_new_master_is_not_taken_for_done() {
     let named = Arc::new(Mutex::new((proxy.port, 1)));
     let sentinel = stand_in_sentinel("touched", named.clone());
     let dsn = format!("redis-sentinel://127.0.0.1:{sentinel}/touched?read_timeout=10");
-    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let ep = endpoint(&dsn);
     let config = SessionConfig {
         lock_renew: false,
         ..SessionConfig::default()
@@ -841,7 +981,7 @@ fn a_subscription_gone_quiet_is_made_again_and_a_missed_failover_learned() {
     let named = Arc::new(Mutex::new((a.port, 1)));
     let sentinel = sentinel_stand_in("quiet", named.clone(), true, false);
     let dsn = format!("redis-sentinel://127.0.0.1:{sentinel}/quiet?read_timeout=1");
-    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
+    let ep = endpoint(&dsn);
     let mut lock = Lock::new(
         Lease::new(ep.clone(), LeaseKeys::for_lock(b"lock:", b"quiet")),
         SEC * 60,
@@ -869,23 +1009,31 @@ fn a_subscription_gone_quiet_is_made_again_and_a_missed_failover_learned() {
 #[test]
 fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
     let (master, replica) = master_and_replica();
-    let dsn = format!(
-        "redis://127.0.0.1:{}?wait_replicas=1&wait_timeout=300",
-        master.port
-    );
-    let ep = Arc::new(Endpoint::parse(&dsn, Timeouts::default()).unwrap());
-    // The logout from another link, as from another process: under another
-    // name, the pool gives it a connection of its own (on the holder's, the
-    // destroy's WAIT would count the logout's writes without the script's).
-    let other = dsn.replace("127.0.0.1", "localhost");
-    let other = Arc::new(Endpoint::parse(&other, Timeouts::default()).unwrap());
     let config = SessionConfig {
         lock_renew: false,
         lock_ttl: SEC * 60,
         ..SessionConfig::default()
     };
-    let s = SessionStore::new(ep, config.clone());
-    let logout = SessionStore::new(other, config);
+    // A WAIT must not fall short while the replica is up, however loaded the
+    // machine, and should end soon once it is stopped. The holder's, which a
+    // session keeps from the store that opened it, waits 3 s (300 ms fell
+    // short once in CI with the replica up); the logout's, 10 s with the
+    // replica up and 300 ms stopped (stores that differ only in wait_timeout
+    // share one pooled link).
+    let store = |host: &str, wait: u32| {
+        let dsn = format!(
+            "redis://{host}:{}?wait_replicas=1&wait_timeout={wait}",
+            master.port
+        );
+        let ep = endpoint(&dsn);
+        SessionStore::new(ep, config.clone())
+    };
+    let s = store("127.0.0.1", 3_000);
+    // The logout from another link, as from another process: under another
+    // name, the pool gives it a connection of its own (on the holder's, the
+    // destroy's WAIT would count the logout's writes without the script's).
+    let logout = store("localhost", 10_000);
+    let logout_stopped = store("localhost", 300);
     // With the replica up: told revoked, done. The script writes after the
     // logout: WAIT on Redis 8 and Valkey counts a link's own writes only
     // (7.0's counted every write before its last command, so the WAIT below
@@ -903,7 +1051,7 @@ fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
     // and the holder's destroy must not report it done either.
     let (mut held, _) = s.open("rvw2").unwrap();
     replica.signal("STOP");
-    let revoked = logout.delete("rvw2", None);
+    let revoked = logout_stopped.delete("rvw2", None);
     let told = s.destroy(&mut held, None);
     replica.signal("CONT");
     assert!(
@@ -914,14 +1062,20 @@ fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
         Err(Error::Connection(e)) => assert!(e.contains("A logout revoked this session"), "{e}"),
         other => panic!("reported {other:?} while the replica lacked the logout"),
     }
-    // A write told so wrote nothing, and stays quiet (a warning would be an
-    // HTTP 500 in the frameworks): the session is revoked either way.
+    // A write told so writes nothing, waits for nothing, and stays quiet (a
+    // warning would be an HTTP 500 in the frameworks): the session is revoked
+    // either way.
     let (mut held, _) = s.open("rvw3").unwrap();
     replica.signal("STOP");
-    let revoked = logout.delete("rvw3", None);
+    let revoked = logout_stopped.delete("rvw3", None);
+    let writes = info_count(&mut raw, "rdb_changes_since_last_save:");
+    let waits = info_count(&mut raw, "cmdstat_wait:calls=");
     let told = s.write(&mut held, b"late", SEC * 60);
     replica.signal("CONT");
     assert!(revoked.is_err(), "{revoked:?}");
     assert_eq!(told.unwrap(), Saved::Revoked);
     assert!(held.revoked);
+    // It counts on nothing: it writes nothing and waits for nothing.
+    assert_eq!(info_count(&mut raw, "rdb_changes_since_last_save:"), writes);
+    assert_eq!(info_count(&mut raw, "cmdstat_wait:calls="), waits);
 }

@@ -1803,6 +1803,52 @@ fn reverted_g_a_restored_permit_taken_for_the_weight_asked_admits_past_the_limit
     assert_violated(&*checker, PERMITS);
 }
 
+/// A restored permit across a failover, with wait_replicas=1: a semaphore of
+/// two; the detaching client may refresh its permit of one (ttl 4 of 2)
+/// before it detaches, and that refresh's WAIT may fall short, leaving the
+/// master's lease longer than the replica's; a third client asks for two.
+fn permits_restored_across_failover(failover: Failover) -> Config {
+    let mut config = moved_permits(1);
+    config.clients = vec![
+        Program::Permit {
+            acquires: 1,
+            limit: 2,
+            weight: 1,
+            refreshes: 1,
+            detach: true,
+        },
+        weighted(1, 2, 2),
+        Program::Restorer { permits: 1 },
+    ];
+    config.refresh_ttls = vec![4];
+    config.failovers = vec![failover];
+    config.wait_replicas = true;
+    config.crashes = 0;
+    config.horizon = if deep() { 4 } else { 2 };
+    config
+}
+
+/// A restored permit counts on no more than the replica has: never three
+/// permits of two. (With fix (af) reverted too, within these bounds: the
+/// restorer's `acquire()` extends the permit, WAITed for, before it counts.)
+#[test]
+fn a_restored_permit_counts_on_no_more_than_the_replica_has() {
+    for failover in [Failover::Planned, Failover::Crash] {
+        for restore_waits in [true, false] {
+            let name =
+                format!("permits restored across a failover, {failover:?}, (af) {restore_waits}");
+            let mut config = permits_restored_across_failover(failover);
+            config.fixes.restore_waits = restore_waits;
+            let checker = check(&name, config, None);
+            assert_holds(
+                &*checker,
+                &RW_PROPERTIES,
+                &["permits at the limit", "a restored hold relied on"],
+            );
+        }
+    }
+}
+
 /// Waiters that may stall past their lease: their wait (3) outlasts the ttl
 /// (1), so a grant one never read can end while it still waits and asks again.
 fn long_waits(clients: Vec<Program>) -> Config {

@@ -1279,8 +1279,9 @@ impl Lease {
 
     /// Unlocks `hold`, answering as `unlock` does (2: a session's hold a logout
     /// revoked), uncounted; `maybe_done` as for [`Lease::release`]. Run again
-    /// after a broken link, a 0 while the lease cannot have run out yet means the
-    /// first run freed it (1). A WAIT shortfall is counted, not reported: an
+    /// after a broken link (or after a release that timed out), a 0 while the
+    /// lease cannot have run out yet, on a master known since the hold was, means
+    /// the earlier run freed it (1), and a marker is WAITed for in its place. A WAIT shortfall is counted, not reported: an
     /// unlock a failover loses only delays the next holder (its lease ends by
     /// itself). One that times out is `Error::Unresolved`.
     fn unlock_hold(&self, hold: &Hold, maybe_done: bool) -> Result<i64> {
@@ -1292,22 +1293,27 @@ impl Lease {
         let run = |c: &mut Conn, again: bool| {
             answered.set(None);
             let n = self.unlock(c, &hold.token)?;
+            // From here the unlock's answer stands.
+            answered.set(Some(n));
             // Run again and found nothing of ours: the first run, whose link
-            // broke before its WAIT, may have freed it. A marker written on this
-            // link is what WAIT counts then (the replication stream is in order),
-            // or a failover could bring the lock back. (A full Redis refusing
-            // the marker leaves that unconfirmed, as before.)
-            let marked = again && n == 0 && self.endpoint.wait.is_some() && {
+            // broke before its WAIT (or an earlier release that timed out:
+            // `maybe_done`), may have freed it. A marker written on this link
+            // is what WAIT counts then (the replication stream is in order), or
+            // a failover could bring the lock back. (Not once the lease may
+            // have run out: the 0 is then reported as it is. A full Redis
+            // refusing the marker leaves that unconfirmed, counted.)
+            let earlier =
+                (again || maybe_done) && !hold.run_out() && !self.switched_since(generation);
+            let marked = earlier && n == 0 && self.endpoint.wait.is_some() && {
                 match self.set_marker(c, b"unlocked", &hold.token) {
                     Ok(()) => true,
                     Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
+                        metrics::incr(Counter::WaitShortfalls);
                         false
                     }
                     Err(e) => return Err(e),
                 }
             };
-            // From here only the WAIT is left: the unlock's answer stands.
-            answered.set(Some(n));
             let acks = self.wait_replicas(c, n == 1 || marked)?;
             let _ = self.replicated(acks, "The lock was released");
             Ok(n)

@@ -647,8 +647,11 @@ impl SessionStore {
                         .lease
                         .save_script(s.data_key(), &hold.token, data, secs, op)
                         .call::<i64>(&mut *c.inner)?;
-                    // Revoked (2): what is counted on is the logout that did it.
-                    let acks = s.lease.wait_replicas(c, n == 1 || n == 2)?;
+                    // Revoked (2): a destroy counts on the logout that did it; a
+                    // write or touch wrote nothing, and is not kept waiting.
+                    let acks = s
+                        .lease
+                        .wait_replicas(c, n == 1 || (n == 2 && op == "destroy"))?;
                     Ok((n, acks))
                 };
                 let generation = topology::generation(&s.lease.endpoint);
@@ -721,13 +724,10 @@ impl SessionStore {
                         // failover could undo (the revoking request's own WAIT may
                         // have fallen short): not reported done until replicated.
                         // Before, it was at once (review, stop 61). A write or
-                        // touch told so wrote nothing, and stays quiet (a
-                        // warning is an HTTP 500 in the frameworks); the
-                        // shortfall is counted either way.
-                        let shortfall = s.lease.replicated(acks, "A logout revoked this session");
-                        if op == "destroy" {
-                            shortfall?;
-                        }
+                        // touch told so wrote nothing, waited for nothing, and
+                        // stays quiet (a warning is an HTTP 500 in the
+                        // frameworks).
+                        s.lease.replicated(acks, "A logout revoked this session")?;
                         Ok(Saved::Revoked)
                     }
                     _ => Ok(Saved::LeaseLost),
@@ -735,9 +735,23 @@ impl SessionStore {
             }
             Mode::Unlocked => {
                 let key = s.data_key();
-                let runs = Cell::new(0);
+                let marker = (op == "destroy" && s.lease.endpoint.wait.is_some())
+                    .then(|| s.lease.keys.marker(b"deleted", &Token::generate()));
                 let acks = s.lease.call_idempotent(|c| {
-                    runs.set(runs.get() + 1);
+                    if let Some(marker) = &marker {
+                        // A DEL that finds nothing writes a marker for the WAIT
+                        // (session_delete.lua): our first run, whose reply was
+                        // lost, or another request's logout did it, whose own
+                        // WAIT may have fallen short. Before, only a DEL run
+                        // again wrote one, and by a SET a full Redis refused
+                        // (review, stop 62).
+                        let _: i64 = scripts::SESSION_DELETE
+                            .key(key)
+                            .key(marker)
+                            .arg(millis(self.marker_ttl()))
+                            .call(&mut *c.inner)?;
+                        return s.lease.wait_replicas(c, true);
+                    }
                     let mut cmd = match op {
                         "write" => redis::cmd("SET"),
                         "touch" => redis::cmd("EXPIRE"),
@@ -749,19 +763,15 @@ impl SessionStore {
                         "touch" => cmd.arg(secs),
                         _ => &mut cmd,
                     };
-                    let reply = cmd.query::<Value>(&mut c.inner)?;
-                    let wait = s.lease.endpoint.wait.is_some();
-                    if reply == Value::Int(0) && op == "destroy" && wait && runs.get() > 1 {
-                        // Run again, nothing deleted (the first run, whose reply was
-                        // lost, may have done it): that writes nothing on this link
-                        // for WAIT to count; a marker does, and the replication
-                        // stream is in order. (Not on a first run: a full Redis,
-                        // noeviction, would refuse the marker, not the DEL.)
-                        s.lease.set_marker(c, b"deleted", &Token::generate())?;
-                    }
+                    cmd.query::<Value>(&mut c.inner)?;
                     s.lease.wait_replicas(c, true)
                 })?;
-                s.lease.replicated(acks, "The session was saved")?;
+                let what = if op == "destroy" {
+                    "The session was destroyed"
+                } else {
+                    "The session was saved"
+                };
+                s.lease.replicated(acks, what)?;
                 Ok(Saved::Yes)
             }
             Mode::Readonly => Ok(Saved::Discarded),

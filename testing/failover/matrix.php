@@ -4,7 +4,7 @@
  * and a checker over the recorded history.
  *
  *   php testing/failover/matrix.php [--cells=0,1,...,8] [--runs=N] [--keep=DIR]
- *                                   [--plant=ack_unwritten|unheld] [--judge0as1]
+ *                                   [--plant=ack_unwritten|unheld|logout_undone] [--judge0as1]
  *
  * Each cell starts its own topology (Sentinel: a master with 2 replicas and 3
  * sentinels, down-after 1000 ms, failover-timeout 2000 ms; Cluster: 3 masters
@@ -49,7 +49,8 @@
  *
  * The checker (per row): acknowledged session writes missing from the session's
  * final list on the final master (with their ack time relative to the
- * announcement), OVERLAP and fenced entries of the guarded resources, the
+ * announcement; unless a logout read them), acknowledged logouts undone (an id
+ * a logout read back in the final list), OVERLAP and fenced entries of the guarded resources, the
  * read/write and permit violations of theirs, failed and stuck requests, the
  * longest request against the bound the timeouts give, and the time from the
  * fault until requests succeed again for good. A failover's window runs from
@@ -70,6 +71,7 @@ const MX_WORK_US = 3000;           // time spent inside the guarded resource
 const MX_WORKERS = 6;               // per pool: one pool per wait_replicas value
 const MX_CONCURRENCY = 10;          // requests in flight per pool
 const MX_SESSIONS = 3;             // sessions per form and wait_replicas value
+const MX_LOGOUT_EVERY = 8;         // one session request in 8 is a logout (session_destroy())
 const MX_LOCKS = 2;                // lock names per wait_replicas value
 const MX_SEM_LIMIT = 3;            // the semaphore's permits (one read/write lock and one semaphore per wait_replicas value), taken 1 or 2 at once
 // The read/write lock's requests, in turn: readers, writers, upgrades and downgrades.
@@ -123,7 +125,7 @@ function mx_opts(array $argv): array
             $o['runs'] = max(1, (int) $m[1]);
         } elseif (preg_match('/^--keep=(.+)$/', $a, $m)) {
             $o['keep'] = $m[1];
-        } elseif (preg_match('/^--plant=(ack_unwritten|unheld)$/', $a, $m)) {
+        } elseif (preg_match('/^--plant=(ack_unwritten|unheld|logout_undone)$/', $a, $m)) {
             $o['plant'] = $m[1];
         } elseif ($a === '--judge0as1') {
             $o['judge0as1'] = true;
@@ -205,7 +207,7 @@ function mx_run_cell(int $id, int $run, array $o): array
             $sessionDsn = $topo->dsn($w, true);
             $lockDsn = $topo->dsn($w, false);
             $kinds = $loop ? ['native'] : ['class', 'native', 'lock', 'rw', 'sem'];
-            $next = static function (int $i) use ($w, $kinds, $sids, $locks, $shared, $sessionDsn, $lockDsn, $ctl, $o): array {
+            $next = static function (int $i) use ($w, $kinds, $sids, $locks, $shared, $sessionDsn, $lockDsn, $ctl, $o, $loop): array {
                 $kind = $kinds[$i % count($kinds)];
                 $k = intdiv($i, count($kinds));
                 $rid = 2 * $i + $w; // unique across both lanes
@@ -232,10 +234,13 @@ function mx_run_cell(int $id, int $run, array $o): array
                         ['kind' => 'lock', 'w' => $w, 'name' => $name]];
                 }
                 $sid = $sids[$w][$kind][$k % MX_SESSIONS];
+                // One request in MX_LOGOUT_EVERY logs its session out (in turn over the sessions).
+                $logout = !$loop && $k % MX_LOGOUT_EVERY === MX_LOGOUT_EVERY - 1;
                 return [FcgiClient::params(__DIR__ . '/app/session.php',
-                    ['mode' => $kind, 'sid' => $sid, 'rid' => $rid] + ($o['plant'] !== '' ? ['plant' => $o['plant']] : []),
+                    ['mode' => $kind, 'sid' => $sid, 'rid' => $rid] + ($logout ? ['logout' => '1'] : [])
+                        + ($o['plant'] !== '' ? ['plant' => $o['plant']] : []),
                     ['RL_DSN' => $sessionDsn, 'RL_OPTIONS' => json_encode(MX_SESSION_OPTIONS)]),
-                    ['kind' => 'session', 'form' => $kind, 'w' => $w, 'sid' => $sid]];
+                    ['kind' => 'session', 'form' => $kind, 'w' => $w, 'sid' => $sid, 'logout' => $logout]];
             };
             $lanes[$w] = ['client' => $pools[$w]->client(), 'concurrency' => MX_CONCURRENCY, 'next' => $next,
                 'rate' => $loop ? MX_LOOP_RATE : null];
@@ -545,6 +550,7 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
         'fenced' => 0, 'longest' => 0.0, 'recovery' => 0.0, 'stall' => null, 'rate' => null,
         'switch' => mx_s($ann - $tl['fault']), 'promo' => mx_s($tl['promotion'] - $tl['fault']), 'notes' => $tl['notes'],
         'failures' => [], 'shared_ok' => 0, 'viol' => 0, 'viol_after' => 0, 'sfenced' => 0,
+        'logouts' => 0, 'undone' => 0, 'undone_after' => 0, 'undone_examples' => [],
         'shapes' => ['read' => 0, 'write' => 0, 'up' => 0, 'upgraded' => 0, 'down' => 0, 'downgraded' => 0, 'permit' => 0,
             'moved' => 0, 'refreshed' => 0, 'moved permits' => 0, 'refreshed permits' => 0]];
 
@@ -577,7 +583,8 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
         $row['recovery'] = $after === null ? INF : max(0.0, mx_s(mx_span($after)[0] - $tl['fault']));
     }
 
-    // (a) acknowledged writes lost: every acked id must be in its session's final list.
+    // (a) acknowledged writes lost: every acked id must be in its session's final list,
+    // unless a logout read it (and so may have deleted it: even one not acknowledged).
     $final = [];
     foreach ($sids as $form => $list) {
         foreach ($list as $sid) {
@@ -585,11 +592,38 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
             $final[$sid] = array_flip(array_map('intval', $data['ids'] ?? []));
         }
     }
+    $loggedOut = [];
     foreach ($rs as $r) {
-        if ($r['meta']['kind'] !== 'session' || ($r['r']['acked'] ?? false) !== true) {
+        foreach ($r['r']['read'] ?? [] as $id) {
+            $loggedOut[$r['meta']['sid']][$id] = true;
+        }
+    }
+    // (a') a logout acknowledged stays done: no id it read is in the final list
+    // (a failover that undid it would bring them back).
+    foreach ($rs as $r) {
+        if (!($r['meta']['logout'] ?? false) || ($r['r']['acked'] ?? false) !== true) {
+            continue;
+        }
+        $row['logouts']++;
+        $back = array_values(array_filter($r['r']['read'] ?? [], fn($id) => isset($final[$r['meta']['sid']][$id])));
+        if ($back !== []) {
+            $row['undone']++;
+            $at = $r['r']['t_ack'];
+            $row['undone_after'] += !mx_in_window($at, $tl) && $at > $bound ? 1 : 0;
+            if (count($row['undone_examples']) < 4) {
+                $row['undone_examples'][] = sprintf('%s #%d acked %+.3f s from the announcement, ids back: %s',
+                    $r['r']['mode'], $r['r']['rid'], mx_s($at - $ann), implode(',', array_slice($back, 0, 5)));
+            }
+        }
+    }
+    foreach ($rs as $r) {
+        if ($r['meta']['kind'] !== 'session' || ($r['meta']['logout'] ?? false) || ($r['r']['acked'] ?? false) !== true) {
             continue;
         }
         $row['acked']++;
+        if (isset($loggedOut[$r['meta']['sid']][$r['r']['rid']])) {
+            continue;
+        }
         if (!isset($final[$r['meta']['sid']][$r['r']['rid']])) {
             $row['lost']++;
             $at = $r['r']['t_ack'];
@@ -719,6 +753,9 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
         if ($row['lost'] > 0) {
             $why[] = "{$row['lost']} acknowledged writes lost";
         }
+        if ($row['undone'] > 0) {
+            $why[] = "{$row['undone']} acknowledged logouts undone";
+        }
         if ($row['overlaps'] > 0) {
             $why[] = "{$row['overlaps']} overlapping holds";
         }
@@ -734,6 +771,9 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
     } else {
         if ($cell['planned'] && $row['lost_after'] > 0) {
             $why[] = "{$row['lost_after']} writes acknowledged after the switch bound lost";
+        }
+        if ($cell['planned'] && $row['undone_after'] > 0) {
+            $why[] = "{$row['undone_after']} logouts acknowledged after the switch bound undone";
         }
         if ($row['overlaps_after'] > 0) {
             $why[] = "{$row['overlaps_after']} overlapping holds outside the switch window";
@@ -755,6 +795,9 @@ function mx_verdict(array $cell, int $w, array $row, bool $recovered, array $o):
     }
     if ($row['acked'] === 0) {
         $why[] = 'no write was acknowledged: nothing was checked';
+    }
+    if (empty($cell['loop']) && $row['logouts'] === 0) {
+        $why[] = 'no logout was acknowledged: nothing was checked of them';
     }
     return [$why === [], $why];
 }
@@ -791,6 +834,10 @@ function mx_print_details(array $rows): void
             . '%d downgrades (%d converted), %d permits (limit %d); %d moved (detached, restored), %d refreshed',
             $r['shared_ok'], $sh['read'], $sh['write'], $sh['up'], $sh['upgraded'], $sh['down'], $sh['downgraded'],
             $sh['permit'], MX_SEM_LIMIT, $sh['moved'], $sh['refreshed']);
+        $bits[] = sprintf('sessions: %d logouts acknowledged, %d undone', $r['logouts'], $r['undone']);
+        if ($r['undone_examples'] !== []) {
+            $bits[] = 'undone: ' . implode(', ', $r['undone_examples']);
+        }
         if ($r['lost_examples'] !== []) {
             $last = max(array_column($r['lost_list'], 3));
             $bits[] = sprintf('lost (acked %+.3f to %+.3f s from the announcement): ', min(array_column($r['lost_list'], 3)), $last)

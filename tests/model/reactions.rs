@@ -864,7 +864,7 @@ impl System {
                     if acks != Some(false) {
                         let gone = match self.config.clients[usize::from(c)] {
                             Program::Revoker { .. } => s.ghost.revoker_deleted,
-                            _ => read_bit(s.client(c).read),
+                            _ => s.client(c).read.map_or(0, Data::bit),
                         };
                         s.ghost.logged_out |= gone;
                     }
@@ -879,7 +879,7 @@ impl System {
                 }
                 Outcome::Reply(Reply::Int(1), acks) if acks != Some(false) => {
                     say(|| format!("c{c}: {data:?} reported written"));
-                    s.ghost.acked |= 1 << data.write;
+                    s.ghost.acked |= data.bit();
                     s.client_mut(c).pc = Pc::Idle;
                 }
                 _ => s.client_mut(c).pc = Pc::Idle,
@@ -1697,24 +1697,19 @@ fn save_done(s: &mut State, c: u8, ok: bool, acks: Option<bool>) {
         // What it read is gone (fix (ae): a logout that revoked it, once
         // replicated), unless too few replicas acknowledged it (an error).
         if acks != Some(false) {
-            s.ghost.logged_out |= read_bit(client.read);
+            s.ghost.logged_out |= client.read.map_or(0, Data::bit);
         }
         say(|| format!("c{c}: destroy reported done ({acks:?})"));
         return;
     }
     if ok && acks != Some(false) {
-        s.ghost.acked |= 1 << data.write;
+        s.ghost.acked |= data.bit();
     }
     say(|| match (ok, acks) {
         (true, Some(false)) => format!("c{c}: save of {data:?} reported failed (too few replicas)"),
         (true, _) => format!("c{c}: {data:?} reported saved"),
         (false, _) => format!("c{c}: save of {data:?} refused (lease lost)"),
     });
-}
-
-/// The bit of the write that stored data a request read.
-fn read_bit(read: Option<Data>) -> u16 {
-    read.map_or(0, |d| 1 << d.write)
 }
 
 fn new_token(client: &mut crate::client::Client, c: u8) -> Token {

@@ -57,6 +57,13 @@ pub struct Data {
     pub lineage: u16,
 }
 
+impl Data {
+    /// The bit of the write that stored it.
+    pub fn bit(self) -> u16 {
+        1 << self.write
+    }
+}
+
 impl fmt::Debug for Data {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "w{}", self.write)
@@ -344,9 +351,9 @@ pub struct Scripts {
     /// (a write that timed out and landed late wrote over a save the session's
     /// next request had acknowledged; review, stop 59).
     pub put_absent: bool,
-    /// (ae) session_save.lua, told that a logout revoked the token, writes
-    /// after that logout (the revoked set's expiry, set again), so that the
-    /// WAIT after it counts the logout, which another link wrote. Off: it
+    /// (ae) session_save.lua's destroy, told that a logout revoked the token,
+    /// writes after that logout (the revoked set's expiry, set again), so that
+    /// the destroy's WAIT counts the logout, which another link wrote. Off: it
     /// wrote nothing, a destroy told so was reported done at once, and a
     /// failover could bring the logged-out session back (review, stop 61).
     pub revoked_touches: bool,
@@ -885,8 +892,8 @@ impl Script<'_> {
         })
     }
 
-    /// session_save.lua's answer to a token that does not hold: 2, and a
-    /// write for the WAIT after it (fix (ae)), when a logout revoked it.
+    /// session_save.lua's answer to a destroy whose token does not hold: 2,
+    /// and a write for the destroy's WAIT (fix (ae)), when a logout revoked it.
     fn told_revoked(&mut self, token: Token) -> Reply {
         let reply = self.not_owned(token, true);
         if reply == Reply::Int(2) && self.scripts.revoked_touches {
@@ -1097,7 +1104,7 @@ impl Script<'_> {
     /// session_save.lua with op 'write'.
     pub fn session_save(&mut self, token: Token, data: Data) -> Reply {
         if !owns(self.db.lock, token) {
-            return self.told_revoked(token);
+            return self.not_owned(token, true);
         }
         self.db.data = Some(data);
         // payload(): 'd' .. ARGV[2], the data just written.

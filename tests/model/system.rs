@@ -693,7 +693,7 @@ impl State {
             self.ghost.deleted |= before.data.map_or(0, |d| d.lineage);
         }
         if !session && after.data.is_none() && node == self.redis.master() {
-            self.ghost.revoker_deleted |= before.data.map_or(0, |d| 1 << d.write);
+            self.ghost.revoker_deleted |= before.data.map_or(0, Data::bit);
         }
         let holder = |s: &Store| s.lock.map(|l| l.token);
         let (was, is) = (holder(before), holder(after));
@@ -1435,8 +1435,9 @@ impl System {
                 (Req::SavedBefore { .. } | Req::DestroyedBefore, Reply::Found(true)) => true,
                 // `Lease::inspect_replicated` (fix (af)).
                 (Req::Inspect { .. }, Reply::Owned(Some(_))) => cfg.fixes.restore_waits,
-                // Told "revoked": the caller counts on that logout (fix (ae)).
-                (Req::Save { .. } | Req::Destroy { .. }, Reply::Int(2)) => true,
+                // Told "revoked": a destroy counts on that logout (fix (ae)); a
+                // write wrote nothing and counts on nothing.
+                (Req::Destroy { .. }, Reply::Int(2)) => true,
                 // `SessionStore::revoke` WAITs after every run.
                 (Req::Revoke { .. }, _) => true,
                 _ => false,

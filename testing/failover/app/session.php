@@ -5,8 +5,13 @@
  * whether the write was acknowledged. Replies with one JSON object of hrtime(true)
  * timestamps (CLOCK_MONOTONIC, comparable across processes of this machine).
  *
- *   session.php?mode=class|native&sid=ID&rid=N[&plant=ack_unwritten]
+ *   session.php?mode=class|native&sid=ID&rid=N[&logout=1][&plant=ack_unwritten|logout_undone]
  *   FastCGI params: RL_DSN (the DSN), RL_OPTIONS (JSON of the session options)
+ *
+ * logout=1: a logout instead: read the session, say which ids it held ('read'),
+ * destroy it (session_destroy()) and say whether that was acknowledged: the
+ * handler's destroy() returned true (class form), session_destroy() returned
+ * true with no "Session object destruction failed" warning (native form).
  *
  * Acknowledged means what the save handler told PHP:
  *  - class form: the return value of RedisLockingSessionHandler::write(), seen
@@ -23,7 +28,7 @@
  * plant=ack_unwritten (only for showing that the checker catches a broken app):
  * one request in 10 (of either pool: rid = 2 × its number + wait_replicas)
  * discards its change (session_abort()) and
- * still reports it acknowledged.
+ * still reports it acknowledged. plant=logout_undone: every logout does so.
  */
 
 $t0 = hrtime(true);
@@ -63,9 +68,11 @@ final class RecordingHandler implements SessionHandlerInterface, SessionIdInterf
         return $this->writeResult = $this->inner->write($id, $data);
     }
 
+    public ?bool $destroyResult = null;
+
     public function destroy(string $id): bool
     {
-        return $this->inner->destroy($id);
+        return $this->destroyResult = $this->inner->destroy($id);
     }
 
     public function gc(int $max_lifetime): int|false
@@ -112,7 +119,25 @@ try {
     session_id($sid);
     $out['started'] = session_start();
     $out['t_read'] = hrtime(true);
-    if ($out['started']) {
+    if ($out['started'] && ($_GET['logout'] ?? '') === '1') {
+        $out['logout'] = true;
+        $out['read'] = array_map('intval', $_SESSION['ids'] ?? []);
+        $before = count($warnings);
+        $out['t_write'] = hrtime(true);
+        if (($_GET['plant'] ?? '') === 'logout_undone') {
+            session_abort();
+            $acked = true; // the lie the checker must catch
+        } else {
+            $destroyed = session_destroy();
+            $failed = array_filter(array_slice($warnings, $before),
+                static fn(string $w) => str_contains($w, 'destruction failed'));
+            $acked = $mode === 'class'
+                ? $destroyed && $handler->destroyResult === true
+                : $destroyed && $failed === [];
+        }
+        $out['t_ack'] = hrtime(true);
+        $out['acked'] = $acked;
+    } elseif ($out['started']) {
         $ids = $_SESSION['ids'] ?? [];
         $ids[] = $rid;
         $_SESSION['ids'] = $ids;
