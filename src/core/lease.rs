@@ -1300,20 +1300,26 @@ impl Lease {
             // `maybe_done`), may have freed it. A marker written on this link
             // is what WAIT counts then (the replication stream is in order), or
             // a failover could bring the lock back. (Not once the lease may
-            // have run out: the 0 is then reported as it is. A full Redis
-            // refusing the marker leaves that unconfirmed, counted.)
-            let earlier =
-                (again || maybe_done) && !hold.run_out() && !self.switched_since(generation);
-            let marked = earlier && n == 0 && self.endpoint.wait.is_some() && {
-                match self.set_marker(c, b"unlocked", &hold.token) {
-                    Ok(()) => true,
-                    Err(e) if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) => {
-                        metrics::incr(Counter::WaitShortfalls);
-                        false
+            // have run out or the master changed: the 0 is then reported as it
+            // is; switched_since, which may ask the sentinels, asked last. A
+            // full Redis refusing the marker leaves that unconfirmed, counted.)
+            let marked = n == 0
+                && self.endpoint.wait.is_some()
+                && (again || maybe_done)
+                && !hold.run_out()
+                && !self.switched_since(generation)
+                && {
+                    match self.set_marker(c, b"unlocked", &hold.token) {
+                        Ok(()) => true,
+                        Err(e)
+                            if matches!(e.kind(), ErrorKind::Server(_) | ErrorKind::Extension) =>
+                        {
+                            metrics::incr(Counter::WaitShortfalls);
+                            false
+                        }
+                        Err(e) => return Err(e),
                     }
-                    Err(e) => return Err(e),
-                }
-            };
+                };
             let acks = self.wait_replicas(c, n == 1 || marked)?;
             let _ = self.replicated(acks, "The lock was released");
             Ok(n)

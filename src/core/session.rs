@@ -715,7 +715,12 @@ impl SessionStore {
                 hold.count_session_end(n);
                 match n {
                     1 => {
-                        s.lease.replicated(acks, "The session was saved")?;
+                        let what = if op == "destroy" {
+                            "The session was destroyed"
+                        } else {
+                            "The session was saved"
+                        };
+                        s.lease.replicated(acks, what)?;
                         Ok(Saved::Yes)
                     }
                     2 => {

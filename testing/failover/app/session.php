@@ -8,10 +8,13 @@
  *   session.php?mode=class|native&sid=ID&rid=N[&logout=1][&plant=ack_unwritten|logout_undone]
  *   FastCGI params: RL_DSN (the DSN), RL_OPTIONS (JSON of the session options)
  *
- * logout=1: a logout instead: read the session, say which ids it held ('read'),
- * destroy it (session_destroy()) and say whether that was acknowledged: the
- * handler's destroy() returned true (class form), session_destroy() returned
- * true with no "Session object destruction failed" warning (native form).
+ * Every request says which ids it read ('read'). logout=1: a logout instead:
+ * read the session, destroy it (session_destroy()) and say whether that was
+ * acknowledged: the handler's destroy() returned true (class form),
+ * session_destroy() returned true with no "Session object destruction failed"
+ * warning (native form); and whether its lease was lost first ('revoking': it
+ * then revoked whoever held, deleting what was there then). A write says
+ * whether a logout had revoked it ('revoked': refused, yet answered true).
  *
  * Acknowledged means what the save handler told PHP:
  *  - class form: the return value of RedisLockingSessionHandler::write(), seen
@@ -28,7 +31,8 @@
  * plant=ack_unwritten (only for showing that the checker catches a broken app):
  * one request in 10 (of either pool: rid = 2 × its number + wait_replicas)
  * discards its change (session_abort()) and
- * still reports it acknowledged. plant=logout_undone: every logout does so.
+ * still reports it acknowledged. plant=logout_undone: the logouts whose number
+ * (rid / 2) is a multiple of 4 (about half of them, as the rids fall) do so.
  */
 
 $t0 = hrtime(true);
@@ -119,12 +123,20 @@ try {
     session_id($sid);
     $out['started'] = session_start();
     $out['t_read'] = hrtime(true);
+    // The ids it read: the checker looks for a logout's in later requests.
+    $out['read'] = $out['started'] ? array_map('intval', $_SESSION['ids'] ?? []) : null;
+    // This worker's own counts (one request at a time): a write refused because
+    // a logout revoked its lock returns true quietly (session_revoked); a logout
+    // whose lease was lost revokes whoever holds, deleting what is there then
+    // (session_lost).
+    $counts = static fn(): array => array_intersect_key(\RedisLease\metrics(),
+        ['session_revoked' => 0, 'session_lost' => 0]);
     if ($out['started'] && ($_GET['logout'] ?? '') === '1') {
         $out['logout'] = true;
-        $out['read'] = array_map('intval', $_SESSION['ids'] ?? []);
         $before = count($warnings);
+        $c0 = $counts();
         $out['t_write'] = hrtime(true);
-        if (($_GET['plant'] ?? '') === 'logout_undone') {
+        if (($_GET['plant'] ?? '') === 'logout_undone' && intdiv($rid, 2) % 4 === 0) {
             session_abort();
             $acked = true; // the lie the checker must catch
         } else {
@@ -137,6 +149,7 @@ try {
         }
         $out['t_ack'] = hrtime(true);
         $out['acked'] = $acked;
+        $out['revoking'] = $counts()['session_lost'] > $c0['session_lost'];
     } elseif ($out['started']) {
         $ids = $_SESSION['ids'] ?? [];
         $ids[] = $rid;
@@ -144,6 +157,7 @@ try {
         $out['count'] = count($ids);
         $planted = ($_GET['plant'] ?? '') === 'ack_unwritten' && intdiv($rid, 2) % 10 === 0;
         $before = count($warnings);
+        $c0 = $counts();
         $out['t_write'] = hrtime(true);
         if ($planted) {
             session_abort();
@@ -158,6 +172,7 @@ try {
                 : $out['closed'] === true && $failed === [];
         }
         $out['t_ack'] = hrtime(true);
+        $out['revoked'] = $counts()['session_revoked'] > $c0['session_revoked'];
         $out['acked'] = $acked;
     }
 } catch (Throwable $e) {
