@@ -288,7 +288,9 @@ function mx_run_cell(int $id, int $run, array $o): array
             @mkdir($dir, 0700, true);
             $file = "$dir/$tag.jsonl";
             $fh = fopen($file, 'w');
-            fwrite($fh, json_encode(['cell' => $cell, 'timeline' => $tl, 'events' => $watcher->events, 'rows' => $rows]) . "\n");
+            // (A row never recovered has recovery INF, which JSON lacks: written as 0.)
+            fwrite($fh, json_encode(['cell' => $cell, 'timeline' => $tl, 'events' => $watcher->events, 'rows' => $rows],
+                JSON_PARTIAL_OUTPUT_ON_ERROR) . "\n");
             foreach ($load->results as $r) {
                 fwrite($fh, json_encode($r, JSON_INVALID_UTF8_SUBSTITUTE) . "\n");
             }
@@ -614,7 +616,7 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
             $loggedOut[$r['meta']['sid']][$id] = true;
         }
         if (($r['r']['revoking'] ?? false) && isset($r['r']['t_ack'])) {
-            $revoking[$r['meta']['sid']][] = [$r['r']['t_read'], $r['r']['t_ack']];
+            $revoking[$r['meta']['sid']][] = [$r['r']['t_read'], $r['r']['t_ack'], array_flip($r['r']['read'] ?? [])];
         }
     }
     // (a') a logout acknowledged stays done: no id it read is read by a request of
@@ -655,7 +657,11 @@ function mx_check(array $cell, int $w, array $all, object $topo, array $ctl, arr
         $row['acked']++;
         $sid = $r['meta']['sid'];
         $at = $r['r']['t_ack'];
-        $revoked = array_filter($revoking[$sid] ?? [], fn($span) => $at >= $span[0] && $at <= $span[1]);
+        // Acknowledged within a revoking logout's span, having read what it read
+        // (so before its delete; anything, if it read nothing).
+        $seen = array_flip($r['r']['read'] ?? []);
+        $revoked = array_filter($revoking[$sid] ?? [], fn($span) => $at >= $span[0] && $at <= $span[1]
+            && ($span[2] === [] || array_intersect_key($span[2], $seen) !== []));
         if (isset($loggedOut[$sid][$r['r']['rid']]) || $revoked !== []) {
             continue;
         }

@@ -12,8 +12,9 @@
  * read the session, destroy it (session_destroy()) and say whether that was
  * acknowledged: the handler's destroy() returned true (class form),
  * session_destroy() returned true with no "Session object destruction failed"
- * warning (native form); and whether its lease was lost first ('revoking': it
- * then revoked whoever held, deleting what was there then). A write says
+ * warning (native form); and whether its lease may have been lost first
+ * ('revoking': it then revoked whoever held, deleting what was there then;
+ * counted as lost, or the request as old as the lock's ttl). A write says
  * whether a logout had revoked it ('revoked': refused, yet answered true).
  *
  * Acknowledged means what the save handler told PHP:
@@ -31,8 +32,9 @@
  * plant=ack_unwritten (only for showing that the checker catches a broken app):
  * one request in 10 (of either pool: rid = 2 × its number + wait_replicas)
  * discards its change (session_abort()) and
- * still reports it acknowledged. plant=logout_undone: the logouts whose number
- * (rid / 2) is a multiple of 4 (about half of them, as the rids fall) do so.
+ * still reports it acknowledged. plant=logout_undone: the logouts of every
+ * second block of 40 request numbers (rid / 2) do so: about half of them, of
+ * both forms.
  */
 
 $t0 = hrtime(true);
@@ -128,15 +130,16 @@ try {
     // This worker's own counts (one request at a time): a write refused because
     // a logout revoked its lock returns true quietly (session_revoked); a logout
     // whose lease was lost revokes whoever holds, deleting what is there then
-    // (session_lost).
+    // (session_lost or failover_lost; a lease that simply ran out, unrenewed, is
+    // not always counted: the request's age says it may have).
     $counts = static fn(): array => array_intersect_key(\RedisLease\metrics(),
-        ['session_revoked' => 0, 'session_lost' => 0]);
+        ['session_revoked' => 0, 'session_lost' => 0, 'failover_lost' => 0]);
     if ($out['started'] && ($_GET['logout'] ?? '') === '1') {
         $out['logout'] = true;
         $before = count($warnings);
         $c0 = $counts();
         $out['t_write'] = hrtime(true);
-        if (($_GET['plant'] ?? '') === 'logout_undone' && intdiv($rid, 2) % 4 === 0) {
+        if (($_GET['plant'] ?? '') === 'logout_undone' && intdiv($rid, 80) % 2 === 0) {
             session_abort();
             $acked = true; // the lie the checker must catch
         } else {
@@ -149,7 +152,9 @@ try {
         }
         $out['t_ack'] = hrtime(true);
         $out['acked'] = $acked;
-        $out['revoking'] = $counts()['session_lost'] > $c0['session_lost'];
+        $c1 = $counts();
+        $out['revoking'] = $c1['session_lost'] > $c0['session_lost'] || $c1['failover_lost'] > $c0['failover_lost']
+            || ($out['t_ack'] - $t0) / 1e9 >= (float) ($options['lock_ttl'] ?? 0);
     } elseif ($out['started']) {
         $ids = $_SESSION['ids'] ?? [];
         $ids[] = $rid;
