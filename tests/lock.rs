@@ -1095,3 +1095,82 @@ fn an_upgrade_read_after_a_carried_refresh_could_end_it_is_extended_first() {
     });
     assert!(pttl(&server, "lock:{carried}") > 20_000);
 }
+
+/// A forced release takes the lock from whoever holds it, and a waiter the
+/// release before it handed the lock (or a reader its shared hold), whose
+/// wake-up it has not read yet, is such a holder: reading that grant after
+/// the forced release, it must not count on it beside the next holder.
+/// Before (review, stop 64), its BLPOP popped the stale wake-up and acquire()
+/// answered true while another held the lock alone.
+fn a_grant_read_after_a_forced_release_is_not_counted_on(name: &str, read: bool) {
+    let server = RedisServer::start();
+    let proxy = HoldingProxy::start(server.port);
+    let mut holder = Lock::new(lease(&server, "", name), SEC * 30);
+    assert!(holder.acquire(Duration::ZERO).unwrap());
+    // Only the waiter's link goes through the proxy: its wake-up is held.
+    proxy.hold_command(b"BLPOP");
+    let mut waiter = Lock::new(through_with(&proxy, name, 5), SEC * 30);
+    let waiting = std::thread::spawn(move || {
+        let got = if read {
+            waiter.acquire_read(SEC * 2)
+        } else {
+            waiter.acquire(SEC * 2)
+        };
+        (got, waiter)
+    });
+    proxy.await_held(SEC * 10);
+    assert!(holder.release().unwrap(), "handed to the waiter");
+    assert!(lease(&server, "", name).force_release().unwrap());
+    let mut other = Lock::new(lease(&server, "", name), SEC * 30);
+    assert!(
+        other.acquire(Duration::ZERO).unwrap(),
+        "free after the forced release"
+    );
+    proxy.hold(false);
+    let (got, waiter) = waiting.join().unwrap();
+    assert!(!got.unwrap(), "the lock is another's alone");
+    assert!(waiter.hold().is_none());
+    assert!(other.release().unwrap());
+}
+
+#[test]
+fn a_writer_granted_before_a_forced_release_does_not_count_on_it_after() {
+    a_grant_read_after_a_forced_release_is_not_counted_on("forced_w", false);
+}
+
+#[test]
+fn a_reader_granted_before_a_forced_release_does_not_count_on_it_after() {
+    a_grant_read_after_a_forced_release_is_not_counted_on("forced_r", true);
+}
+
+/// A token whose release this process left for its next call (its reply
+/// never came) may still be freed by it: restored, it is neither counted on
+/// nor handed on. Before (review, stop 64), refresh() found it still held and
+/// answered true, and detach() and getToken() handed it out, while the next
+/// call's settle could free it under whoever counted on it.
+#[test]
+fn a_restored_token_whose_release_is_owed_is_not_refreshed() {
+    let server = RedisServer::start();
+    // The scripts loaded on a link of its own: through the proxy, only the
+    // lock's own calls.
+    let mut warm = Lock::new(lease(&server, "", "owed_warm"), SEC * 30);
+    assert!(warm.acquire(Duration::ZERO).unwrap());
+    assert!(warm.release().unwrap());
+    let proxy = HoldingProxy::start(server.port);
+    let dsn = format!("redis://127.0.0.1:{}?read_timeout=1", proxy.port);
+    let ep = Endpoint::parse(&dsn, Timeouts::default()).unwrap();
+    let keys = LeaseKeys::for_lock(b"lock:", b"owed");
+    let mut first = Lock::new(Lease::new(Arc::new(ep), keys), SEC * 30);
+    assert!(first.acquire(Duration::ZERO).unwrap());
+    let token = first.token().unwrap().clone();
+    proxy.hold(true);
+    first.close(false);
+    assert!(exists(&mut server.conn(), "lock:{owed}"), "not freed yet");
+    let restore = || Lock::restore(lease(&server, "", "owed"), SEC * 30, token.clone(), false);
+    let mut restored = restore().unwrap();
+    assert!(!restored.refresh(SEC * 30).unwrap(), "its release is owed");
+    assert!(restored.hold().is_none());
+    assert_eq!(restore().unwrap().detach(), None, "not handed on");
+    assert_eq!(restore().unwrap().current_token(), None, "nor its token");
+    proxy.hold(false);
+}

@@ -68,6 +68,7 @@ const LOGOUTS_KEPT: &str = "a logout reported done stays done";
 const REVOKE_ONCE: &str = "a revocation spares the lease it handed on";
 const UNREVOKED: &str = "a live session hold is never revoked";
 const NOT_WOKEN_REVOKED: &str = "no waiter wakes to a grant a logout revoked";
+const NOT_WOKEN_FORCED: &str = "no waiter wakes to a grant a forced release took";
 const EXPIRY: &str = "every key of a lease expires in time";
 const PERMITS: &str = "never more permits than the limit that admitted the last one";
 const INTEREST: &str = "no grant outlives its holder's interest";
@@ -91,6 +92,7 @@ fn as_implemented() -> Fixes {
             busy_after_grant: true,
             open_unrevokes: true,
             revoke_unwakes: true,
+            force_unwakes: true,
             put_absent: true,
             revoked_touches: true,
             refusals_leave_queue: true,
@@ -1942,6 +1944,90 @@ fn reverted_p_a_grant_left_unread_popped_later_gives_two_holders() {
         let property = if name == "permits" { PERMITS } else { MUTEX };
         let checker = check(
             &format!("(p) a join keeps a stale wake-up, {name}"),
+            config,
+            Some(property),
+        );
+        assert_violated(&*checker, property);
+    }
+}
+
+/// A forced release (`forceRelease()`, force_release.lua) while one client
+/// holds the lock (and takes it again after) and another waits for it, alone
+/// or as a reader; the forced release's reply may be lost (sent again, it
+/// answers by its marker). Whoever it took the lock from learns so at its
+/// next call: its hold is not counted in mutual exclusion until it asks again.
+fn forced(reader: bool) -> Config {
+    let mut config = locks(Failover::Planned);
+    let waiter = match reader {
+        true => Program::Reader {
+            acquires: 1,
+            upgrade: false,
+            detach: false,
+            retry: false,
+            refresh: false,
+        },
+        false => Program::Lock {
+            acquires: 1,
+            refreshes: 0,
+        },
+    };
+    config.clients = vec![
+        Program::Lock {
+            acquires: 2,
+            refreshes: 0,
+        },
+        waiter,
+        Program::Forcer,
+    ];
+    config.failovers = vec![];
+    config.wait_replicas = false;
+    config.fence_ops = false;
+    config.faults = 1;
+    config.faulty = |req| matches!(req, client::Req::Force { .. });
+    config
+}
+
+/// A forced release takes the lock from its holder, and the grant from a
+/// waiter the release before it handed the lock (or a reader its shared
+/// hold) that has not read it yet: that waiter asks again (fix (ag)).
+#[test]
+fn a_forced_release_takes_the_grant_of_a_waiter_not_woken_yet() {
+    for reader in [false, true] {
+        let name = format!(
+            "forced release, waiter {}",
+            ["alone", "reader"][usize::from(reader)]
+        );
+        let checker = check(&name, forced(reader), None);
+        assert_holds(
+            &*checker,
+            &[
+                MUTEX,
+                NOT_WOKEN_FORCED,
+                EXPIRY,
+                INTEREST,
+                HOLDS,
+                HANDOFF,
+                REPORTED,
+            ],
+            &[
+                "a forced release takes a grant before its waiter woke",
+                "a waiter is handed the lock",
+            ],
+        );
+    }
+}
+
+/// Fix (ag) reverted: force_release.lua leaves the wake-up lists of the holds
+/// it takes; a waiter handed the lock by the release before it pops that
+/// grant after the forced release and holds beside the next holder (review,
+/// stop 64).
+#[test]
+fn reverted_ag_a_waiter_granted_before_a_forced_release_holds_beside_the_next() {
+    for (reader, property) in [(false, NOT_WOKEN_FORCED), (false, MUTEX), (true, MUTEX)] {
+        let mut config = forced(reader);
+        config.fixes.scripts.force_unwakes = false;
+        let checker = check(
+            "(ag) forced release leaves the wake-up",
             config,
             Some(property),
         );

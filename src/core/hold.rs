@@ -74,6 +74,15 @@ pub enum Kind {
     Session,
 }
 
+impl Kind {
+    fn lost(self) -> Counter {
+        match self {
+            Kind::Lock => Counter::LockLost,
+            Kind::Session => Counter::SessionLost,
+        }
+    }
+}
+
 /// A lease we hold.
 #[derive(Clone, Debug)]
 pub struct Hold {
@@ -100,6 +109,11 @@ pub struct Hold {
     /// conversion's grant); a watched hold's renewals count each one's ttl from
     /// their own start (`Watch::renewed`).
     pub(crate) unanswered_refreshes: Vec<(Token, Instant, Duration)>,
+    /// Whether how the hold ended was counted (released, lost, revoked): set
+    /// by whoever counts it first, the watchdog, a refresh, the holder's release
+    /// or save (and shared with its watch), so each hold ends once in the
+    /// counters.
+    end_counted: Arc<AtomicBool>,
 }
 
 impl Hold {
@@ -114,6 +128,7 @@ impl Hold {
             acquired_at: sent,
             watch: None,
             unanswered_refreshes: Vec::new(),
+            end_counted: Arc::default(),
         }
     }
 
@@ -192,6 +207,14 @@ impl Hold {
         }
     }
 
+    /// This hold is `old` found again (asked about anew: restored, or on a
+    /// new master): it carries `old`'s unanswered refreshes, and is the same
+    /// hold in the counts. (A converted hold is a new one: `carry_unanswered`.)
+    pub(crate) fn found_again(&mut self, old: &Hold) {
+        self.carry_unanswered(old);
+        self.end_counted = old.end_counted.clone();
+    }
+
     /// Drops the unanswered refreshes sent `LATE` before `now`: they cannot
     /// arrive any more.
     fn prune_unanswered(&mut self, now: Instant) {
@@ -228,15 +251,50 @@ impl Hold {
             .is_some_and(|w| w.state.load(Ordering::Acquire) == REVOKED)
     }
 
+    /// True the first time it is asked: how the hold ended is then the
+    /// caller's to count (see `end_counted`).
+    fn first_end(&self) -> bool {
+        !self.end_counted.swap(true, Ordering::AcqRel)
+    }
+
+    /// Counts the hold ended as `c`, unless its end was counted already.
+    pub(crate) fn count_end(&self, c: Counter) {
+        if self.first_end() {
+            metrics::incr(c);
+        }
+    }
+
+    /// Counts the hold lost (`kind`'s counter), unless its end was counted
+    /// already: the watchdog counts a hold it renews when it gives it up; one
+    /// nobody renews (a watch that only follows failovers) is counted when its
+    /// holder learns it ran out.
+    pub(crate) fn count_lost(&self, kind: Kind) {
+        self.count_end(kind.lost());
+    }
+
+    /// Counts a lock's hold released by its holder (or converted), unless its
+    /// end was counted already (the watchdog gave it up: its holder was told
+    /// it is lost, even if Redis still kept it for the release to free).
+    pub(crate) fn count_released(&self) {
+        if self.first_end() {
+            metrics::incr(Counter::LockReleased);
+            metrics::observe(Timing::LockHold, self.acquired_at.elapsed());
+        }
+    }
+
     /// Counts how a session's hold ended, by session_save.lua's answer when it
-    /// let go: 1 freed by its holder, 2 revoked by a logout, anything else lost
-    /// (counted by the watchdog instead when it gave the hold up).
+    /// let go: 1 freed by its holder, 2 revoked by a logout (or 0 after the
+    /// watchdog found it revoked), anything else lost; once (see `count_end`).
     pub(crate) fn count_session_end(&self, answer: i64) {
         match answer {
-            1 => metrics::observe(Timing::SessionHold, self.acquired_at.elapsed()),
-            2 => metrics::incr(Counter::SessionRevoked),
-            _ if !self.lost() => metrics::incr(Counter::SessionLost),
-            _ => {}
+            1 => {
+                if self.first_end() {
+                    metrics::observe(Timing::SessionHold, self.acquired_at.elapsed());
+                }
+            }
+            2 => self.count_end(Counter::SessionRevoked),
+            _ if self.revoked() => self.count_end(Counter::SessionRevoked),
+            _ => self.count_lost(Kind::Session),
         }
     }
 
@@ -302,6 +360,8 @@ pub struct Watch {
     pub(crate) shared: bool,
     pub(crate) token: Token,
     kind: Kind,
+    /// Shared with its hold (`Hold::end_counted`).
+    end_counted: Arc<AtomicBool>,
     /// Its endpoint's `wait_replicas` (one watchdog lane serves every DSN naming
     /// one Redis, whatever each asks of WAIT).
     pub(crate) wait: Option<Wait>,
@@ -397,6 +457,7 @@ impl Watch {
             shared: hold.shared,
             token: hold.token.clone(),
             kind,
+            end_counted: hold.end_counted.clone(),
             wait,
             renew,
             pid: crate::core::pid::current(),
@@ -482,9 +543,11 @@ impl Watch {
         self.generation.fetch_max(generation, Ordering::AcqRel);
     }
 
-    /// Redis says it is not ours (or a new master does not have it).
-    pub(crate) fn lose(&self) {
-        self.end_as(LOST);
+    /// Redis says it is not ours (or a new master does not have it). True when
+    /// that ended it (it was still watched: not let go, run out or revoked;
+    /// a watch that only follows failovers runs out unseen until asked).
+    pub(crate) fn lose(&self) -> bool {
+        !self.ended() && self.end_as(LOST)
     }
 
     /// Redis says a logout revoked it.
@@ -507,18 +570,21 @@ impl Watch {
         stale_refreshes(&self.key, &self.token)
     }
 
-    fn end_as(&self, state: u8) {
+    fn end_as(&self, state: u8) -> bool {
         let ended = self
             .state
             .compare_exchange(WATCHING, state, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
-        // A hold nobody renews simply runs out: its holder counts that, if ever.
-        if ended && state != REVOKED && (self.renew || state == LOST) {
-            metrics::incr(match self.kind {
-                Kind::Lock => Counter::LockLost,
-                Kind::Session => Counter::SessionLost,
-            });
+        // A hold nobody renews simply runs out: its holder counts that, when
+        // it learns it (`Hold::count_lost`); a revoked one, its holder too.
+        if ended
+            && state != REVOKED
+            && (self.renew || state == LOST)
+            && !self.end_counted.swap(true, Ordering::AcqRel)
+        {
+            metrics::incr(self.kind.lost());
         }
+        ended
     }
 
     /// A renewal got no answer (Redis unreachable, stopped, too slow): as
@@ -903,5 +969,23 @@ mod tests {
             until > Instant::now() + S * 9,
             "the child counts on its own bound"
         );
+    }
+
+    /// A failover check that finds the hold gone counts `failover_lost` only
+    /// when that is what ended it (`lose` true): not for a hold let go, run
+    /// out or found lost before.
+    #[test]
+    fn only_a_watched_hold_is_lost_to_a_failover() {
+        let (_hold, w) = watched(S);
+        assert!(w.lose(), "watched until then");
+        assert!(!w.lose(), "lost already");
+        let (_hold, w) = watched(S);
+        w.stop();
+        assert!(!w.lose(), "let go");
+        let mut hold = Hold::new(Token::generate(), 0, S, Instant::now() - S * 2);
+        let w = watch_with(&mut hold, false, 1);
+        assert!(w.watching(), "run out, unseen yet");
+        assert!(!w.lose(), "run out");
+        assert!(w.ended());
     }
 }

@@ -1101,6 +1101,18 @@ impl Lease {
         })
     }
 
+    /// Counts `hold` acquired: granted by a claim (a downgrade's is a reader's),
+    /// or found ours after an acquire was left unresolved.
+    pub(crate) fn count_acquired(&self, hold: &Hold) {
+        metrics::incr(if self.keys.semaphore {
+            Counter::PermitsAcquired
+        } else if hold.shared {
+            Counter::ReadLocksAcquired
+        } else {
+            Counter::LockAcquired
+        });
+    }
+
     /// Acquires what `want` asks for, waiting up to `wait`; `token`: the hold of
     /// ours it converts (an upgrade or a downgrade), else a fresh token.
     pub fn acquire_as(
@@ -1119,11 +1131,7 @@ impl Lease {
         match waited.result {
             Some(mut hold) => {
                 hold.acquired_at = started;
-                metrics::incr(match want {
-                    Want::Permit(..) => Counter::PermitsAcquired,
-                    Want::Shared => Counter::ReadLocksAcquired,
-                    _ => Counter::LockAcquired,
-                });
+                self.count_acquired(&hold);
                 if waited.contended && !permit {
                     metrics::incr(Counter::LockContended);
                 }
@@ -1236,12 +1244,8 @@ impl Lease {
         let released = n == 1;
         if self.keys.data.is_some() {
             hold.count_session_end(n);
-        } else if released {
-            metrics::incr(Counter::LockReleased);
-            metrics::observe(Timing::LockHold, hold.acquired_at.elapsed());
-        } else if !hold.lost() {
-            // (The watchdog counted it when it gave the hold up.)
-            metrics::incr(Counter::LockLost);
+        } else {
+            self.count_end(hold, released);
         }
         Ok(n)
     }
@@ -1364,10 +1368,16 @@ impl Lease {
     /// Gives up on `token`, whose state is unknown: frees the lease if it holds it,
     /// and otherwise takes it out of the queue and voids it.
     pub fn abandon(&self, token: &Token, ttl: Duration) -> Result<()> {
-        if self.resolve(token, ttl)?.is_some() {
-            self.release_token(token)?;
+        self.abandoned(token, ttl).map(drop)
+    }
+
+    /// [`Lease::abandon`]; true when the token still held the lease, now freed.
+    fn abandoned(&self, token: &Token, ttl: Duration) -> Result<bool> {
+        if self.resolve(token, ttl)?.is_none() {
+            return Ok(false);
         }
-        Ok(())
+        self.release_token(token)?;
+        Ok(true)
     }
 
     /// Cleanup: [`Lease::release`], except that what it cannot do now is left to
@@ -1377,9 +1387,15 @@ impl Lease {
     pub fn release_or_defer(&self, hold: &Hold, maybe_done: bool, teardown: bool) {
         hold.stop_watch();
         let skip = hold.unanswered() || (teardown && pool::recently_failed(&self.endpoint));
-        if skip || self.release(hold, maybe_done).is_err() {
-            self.defer(hold.token.clone(), hold.ttl);
-        }
+        let maybe_sent = if skip {
+            maybe_done
+        } else {
+            match self.release(hold, maybe_done) {
+                Ok(_) => return,
+                Err(e) => maybe_done || matches!(e, Error::Unresolved { .. }),
+            }
+        };
+        self.defer_end(hold, maybe_sent);
     }
 
     /// [`Lease::abandon`] as cleanup, like [`Lease::release_or_defer`].
@@ -1393,12 +1409,37 @@ impl Lease {
     /// Leaves `token` (of a lease of `ttl`) to be abandoned by this process's next
     /// call to the endpoint (see `pending`).
     pub(crate) fn defer(&self, token: Token, ttl: Duration) {
+        self.defer_as(token, ttl, None);
+    }
+
+    /// Leaves `hold`'s release (or a session's unlock) to this process's next
+    /// call to the endpoint, as `defer`, and counts how it ended then (see
+    /// `Abandon::settle`). `maybe_sent`: a release or save of it may have run
+    /// already, unanswered.
+    pub(crate) fn defer_end(&self, hold: &Hold, maybe_sent: bool) {
+        let end = (hold.clone(), maybe_sent);
+        self.defer_as(hold.token.clone(), hold.ttl, Some(end));
+    }
+
+    fn defer_as(&self, token: Token, ttl: Duration, end: Option<(Hold, bool)>) {
         let left = Abandon {
             lease: self.clone(),
             token,
             ttl,
+            end,
+            at: Instant::now(),
         };
         pending::defer(Box::new(left), void_ttl(ttl));
+    }
+
+    /// Counts `hold` ended: `freed` by its holder, or else lost (for a
+    /// session, as session_save.lua's answers 1 and 0).
+    fn count_end(&self, hold: &Hold, freed: bool) {
+        match (self.keys.data.is_some(), freed) {
+            (true, _) => hold.count_session_end(i64::from(freed)),
+            (false, true) => hold.count_released(),
+            (false, false) => hold.count_lost(Kind::Lock),
+        }
     }
 
     /// Whether `token` was left to be abandoned by this process (`defer`): a
@@ -1490,7 +1531,7 @@ impl Lease {
         if ok {
             metrics::incr(Counter::LockRenewals);
         } else {
-            metrics::incr(Counter::LockLost);
+            hold.count_lost(Kind::Lock);
         }
         Ok(ok)
     }
@@ -1532,7 +1573,7 @@ impl Lease {
                 .call(&mut *c.inner)
         })?;
         let Some(v) = v else {
-            metrics::incr(Counter::LockLost);
+            hold.count_lost(Kind::Lock);
             return Ok(None);
         };
         hold.fence = v
@@ -1664,6 +1705,11 @@ struct Abandon {
     lease: Lease,
     token: Token,
     ttl: Duration,
+    /// The hold whose release (or save) this is, and whether one may have run
+    /// already: its end is counted as it settles.
+    end: Option<(Hold, bool)>,
+    /// When it was left: its holder let go then (for the hold-time histograms).
+    at: Instant,
 }
 
 impl Leftover for Abandon {
@@ -1676,7 +1722,15 @@ impl Leftover for Abandon {
     }
 
     fn settle(&self) -> Result<()> {
-        self.lease.abandon(&self.token, self.ttl)
+        let freed = self.lease.abandoned(&self.token, self.ttl)?;
+        // Gone: it ran out before, or the release left unanswered freed it
+        // (its holder let go; which came first is not known).
+        if let Some((hold, maybe_sent)) = &self.end {
+            let mut hold = hold.clone();
+            hold.acquired_at += self.at.elapsed();
+            self.lease.count_end(&hold, freed || *maybe_sent);
+        }
+        Ok(())
     }
 }
 

@@ -161,18 +161,14 @@ impl Lock {
     /// What Redis says of a restored hold: held or not, alone or shared, its
     /// fence and lease, which the hold takes on.
     fn ask_restored(&mut self) -> Result<Option<Owned>> {
+        // A give-back of this token (a WAIT shortfall's) or a release (a dropped
+        // object's) that was sent may still run, or is due to at this process's
+        // next call: held now or not, it is never counted on again.
+        self.drop_owed();
         let Some(token) = self.hold.as_ref().map(|h| h.token.clone()) else {
             self.unverified = false;
             return Ok(None);
         };
-        // A give-back of this token (a WAIT shortfall's) or a release (a dropped
-        // object's) that was sent may still run, or is due to at this process's
-        // next call: held now or not, it is never counted on again.
-        if self.lease.left_to_settle(&token) {
-            self.unverified = false;
-            self.set_hold(None, 0);
-            return Ok(None);
-        }
         let generation = topology::generation(&self.lease.endpoint);
         let asked = Instant::now();
         let found = self.lease.inspect_replicated(&token, self.ttl)?;
@@ -186,7 +182,7 @@ impl Lock {
             hold.shared = o.shared;
             // The token's refreshes that got no answer may still arrive.
             if let Some(old) = &old {
-                hold.carry_unanswered(old);
+                hold.found_again(old);
             }
             hold
         });
@@ -199,6 +195,22 @@ impl Lock {
         Ok(found)
     }
 
+    /// Lets go of a hold (a restored one) whose token this process still owes
+    /// a release or give-back: it may still run, or is due at the next call,
+    /// and free the lease under whoever counts on it (see `ask_restored`).
+    /// Before, a refresh found it still held and answered true, and detach()
+    /// and getToken() handed it out (review, stop 64).
+    fn drop_owed(&mut self) {
+        if self
+            .hold
+            .as_ref()
+            .is_some_and(|h| self.lease.left_to_settle(&h.token))
+        {
+            self.unverified = false;
+            self.set_hold(None, 0);
+        }
+    }
+
     /// Stops owning the hold here: no release when this object goes or the
     /// request ends, no renewal. It lives on until its ttl, or until released by
     /// its token (see `restore`). Its token, if there was a hold.
@@ -208,6 +220,7 @@ impl Lock {
         if self.let_go {
             return None;
         }
+        self.drop_owed();
         self.settle_refresh();
         let hold = self.hold.take()?;
         hold.stop_watch();
@@ -272,6 +285,7 @@ impl Lock {
     /// left unanswered sent again first (`settle_refresh`). A lost hold's is
     /// not handed out here, so nothing is sent for it (detach() does both).
     pub fn current_token(&mut self) -> Option<Token> {
+        self.drop_owed();
         self.hold()?;
         self.settle_refresh();
         self.hold().map(|h| h.token.clone())
@@ -383,14 +397,20 @@ impl Lock {
             };
             self.unresolved = None;
             let Some(found) = found else {
+                // Gone from a master learned of since an earlier pass adopted it.
+                if let Some(hold) = self.hold.as_ref().filter(|h| h.token == token) {
+                    hold.count_lost(Kind::Lock);
+                }
                 self.set_hold(None, 0);
                 return Ok(());
             };
             let mut hold = Hold::found(token.clone(), found.fence, self.ttl, asked, found.left);
             hold.shared = found.shared;
-            // Asked again on a new master: the last pass's refresh may still arrive.
-            if let Some(old) = self.hold.as_ref().filter(|h| h.token == token) {
-                hold.carry_unanswered(old);
+            // Asked again on a new master: the last pass's refresh may still
+            // arrive; it is the same hold, counted once.
+            match self.hold.as_ref().filter(|h| h.token == token) {
+                Some(old) => hold.found_again(old),
+                None => self.lease.count_acquired(&hold),
             }
             self.set_hold(Some(hold), generation);
             if ep.wait.is_none() {
@@ -590,7 +610,12 @@ impl Lock {
                 if let Some(old) = &self.hold {
                     hold.carry_unanswered(old);
                 }
-                match self.recount(&mut hold) {
+                // Not counted on after all: the grant, counted acquired, ends.
+                let counted = self.recount(&mut hold);
+                if !matches!(counted, Ok(true)) {
+                    hold.count_lost(Kind::Lock);
+                }
+                match counted {
                     Ok(true) => Ok(Got::Held(hold)),
                     Ok(false) => Ok(Got::Lapsed),
                     Err(e) => Err(e),
@@ -600,6 +625,11 @@ impl Lock {
         };
         match got {
             Ok(Got::Held(hold)) => {
+                // The converted hold ends, let go by its holder: counted as
+                // released, as the new one is as acquired.
+                if let Some(old) = &self.hold {
+                    old.count_released();
+                }
                 // One still unanswered is sent again before the token leaves
                 // (`settle_refresh`), for the lease the conversion granted, not
                 // the old refresh's.
@@ -615,6 +645,7 @@ impl Lock {
                 // owner-checked, whatever the token holds now.
                 if let Some(hold) = self.hold.clone() {
                     hold.stop_watch();
+                    hold.count_lost(Kind::Lock);
                     if self.lease.release_token(&hold.token).is_err() {
                         self.lease.defer(hold.token.clone(), hold.ttl);
                     }
@@ -626,6 +657,9 @@ impl Lock {
             // process's next call: never counted on again, by refresh(),
             // getToken() or detach() either.
             Err(e) if self.lease.left_to_settle(&token) => {
+                if let Some(hold) = &self.hold {
+                    hold.count_lost(Kind::Lock);
+                }
                 self.set_hold(None, 0);
                 Err(e)
             }
@@ -740,6 +774,7 @@ impl Lock {
     /// release, but not extended: its holder may have been told it is lost).
     pub fn refresh(&mut self, ttl: Duration) -> Result<bool> {
         self.settle(true)?;
+        self.drop_owed();
         let Some(mut hold) = self.hold.clone() else {
             return Ok(false);
         };
@@ -811,6 +846,9 @@ impl Lock {
         };
         let found = self.lease.inspect(&token)?;
         if found.is_none() {
+            if let Some(hold) = &self.hold {
+                hold.count_lost(Kind::Lock);
+            }
             self.set_hold(None, 0);
         }
         Ok(found)

@@ -30,8 +30,8 @@ named!(Counter {
     PermitsBusy => "semaphore_busy", "Semaphore acquire calls that gave up because all permits stayed taken.";
     LockContended => "lock_contended", "Acquisitions that found the lock held at least once.";
     LockBusy => "lock_busy", "Acquire calls that gave up because another holder kept the lock (failed acquisitions).";
-    LockReleased => "lock_released", "Locks released by their holder.";
-    LockLost => "lock_lost", "Releases or renewals rejected because the lease had expired or was taken.";
+    LockReleased => "lock_released", "Holds of locks and permits released by their holder (an upgrade or downgrade releases the hold it converts). Each hold ends once: here or in lock_lost.";
+    LockLost => "lock_lost", "Holds of locks and permits found expired or taken (by a release, renewal, fencing token or inspect), or given up by the watchdog.";
     LockRenewals => "lock_renewals", "Successful lease renewals (refresh).";
     AutoRenewals => "auto_renewals", "Leases (locks and sessions) extended by the watchdog thread.";
     RenewalRoundTrips => "renewal_round_trips", "Round trips of the watchdog (each renews every lease due on one endpoint).";
@@ -40,7 +40,7 @@ named!(Counter {
     SessionContended => "session_contended", "Session opens that found the lock held at least once.";
     SessionLockTimeouts => "session_lock_timeouts", "Session opens whose lock wait ran out (failed acquisitions).";
     SessionTooManyWaiters => "session_too_many_waiters", "Session opens refused because max_waiters requests already waited.";
-    SessionLost => "session_lost", "Session writes or unlocks rejected because the lease had expired.";
+    SessionLost => "session_lost", "Session writes or unlocks rejected because the lease had expired (or given up by the watchdog).";
     SessionRevoked => "session_revoked", "Session writes or unlocks refused because a logout (a destroy by another request) revoked the request's lock: the session stays destroyed.";
     SessionReadonly => "session_readonly", "Sessions opened read-only (on_lock_timeout = readonly) after the lock wait ran out, or when max_waiters requests already waited.";
     SessionUndecodable => "session_undecodable", "Sessions whose stored data could not be read (not the configured compression's, nor a serialized session; or inflating past the bound): left as stored, seen empty, not written over.";

@@ -792,7 +792,7 @@ impl SessionStore {
     fn abandon(s: &mut Session, hold: Hold, f: Failure) -> Error {
         s.mode = Mode::Done;
         unlocked(&hold);
-        s.lease.defer(hold.token, hold.ttl);
+        s.lease.defer_end(&hold, true);
         f.into_error()
     }
 
@@ -873,7 +873,8 @@ impl SessionStore {
                 Ok(n == 1)
             }
             Err(e) => {
-                s.lease.defer(hold.token, hold.ttl);
+                s.lease
+                    .defer_end(&hold, matches!(e, Error::Unresolved { .. }));
                 Err(e)
             }
         }

@@ -929,9 +929,11 @@ fn check(ep: &Endpoint, link: &mut Option<Link>, group: &[Arc<Watch>], generatio
                 w.checked(at);
             }
             None if matches!(pair.get(2), Some(Value::Int(1))) => w.revoke(),
+            // (One let go, or run out, meanwhile is no failover's loss.)
             None => {
-                metrics::incr(Counter::FailoverLost);
-                w.lose();
+                if w.lose() {
+                    metrics::incr(Counter::FailoverLost);
+                }
             }
         }
     }

@@ -69,6 +69,9 @@ pub enum Program {
     Session { opens: u8, logout: bool },
     /// A logout of a session another request holds (`SessionStore::delete`).
     Revoker { revokes: u8 },
+    /// `DistributedLock::forceRelease()` (`Lease::force_release`), once: the
+    /// lock taken from whoever holds it, handed to the head of the queue.
+    Forcer,
     /// A request that moved to the session's id from another it read (a fresh
     /// id after regenerate()) and writes it without holding it, once
     /// (`SessionStore::put`, session_put.lua: `Handler::write_unopened`).
@@ -171,6 +174,8 @@ pub enum Req {
     /// session_revoke.lua (and WAIT: `SessionStore::revoke` reports a logout
     /// done only once the replica has it).
     Revoke { nonce: u8 },
+    /// force_release.lua with its marker `nonce` (and WAIT).
+    Force { nonce: u8 },
     /// `Lease::abandon` left to later (`pending`, `give_up`): resolve.lua, and
     /// release.lua when the token holds the lease. Only ever an orphan.
     Abandon { token: Token },
@@ -434,6 +439,12 @@ pub enum Pc {
         destroy: bool,
     },
     Revoking {
+        nonce: u8,
+        second: bool,
+    },
+    /// `Lease::force_release` (run again once after a broken link, by its
+    /// marker).
+    Forcing {
         nonce: u8,
         second: bool,
     },

@@ -166,6 +166,7 @@ impl System {
             (Program::Revoker { revokes }, Pc::Idle) if !busy && client.ops < revokes => {
                 ops.push(Op::Revoke);
             }
+            (Program::Forcer, Pc::Idle) if !busy && client.ops == 0 => ops.push(Op::Force),
             (Program::Putter, Pc::Idle) if !busy && client.ops == 0 => ops.push(Op::Put),
             _ => {}
         }
@@ -173,7 +174,7 @@ impl System {
         // crash in it is a broken link that never comes back (in the faults).
         let crashable = !matches!(
             program,
-            Program::Revoker { .. } | Program::Restorer { .. } | Program::Putter
+            Program::Revoker { .. } | Program::Restorer { .. } | Program::Putter | Program::Forcer
         );
         if s.crashes > 0 && crashable && client.pc != Pc::Idle {
             ops.push(Op::Crash);
@@ -320,15 +321,18 @@ impl System {
                 };
                 self.send(s, c, Link::Request, Req::Destroy { token });
             }
-            Op::Revoke => {
+            // One call each, with a marker of its own (its nonce).
+            Op::Revoke | Op::Force => {
                 let client = s.client_mut(c);
                 client.ops += 1;
                 let nonce = c * 4 + client.ops;
-                client.pc = Pc::Revoking {
-                    nonce,
-                    second: false,
+                let second = false;
+                let (pc, req) = match op {
+                    Op::Revoke => (Pc::Revoking { nonce, second }, Req::Revoke { nonce }),
+                    _ => (Pc::Forcing { nonce, second }, Req::Force { nonce }),
                 };
-                self.send(s, c, Link::Request, Req::Revoke { nonce });
+                client.pc = pc;
+                self.send(s, c, Link::Request, req);
             }
             Op::Put => {
                 let client = s.client_mut(c);
@@ -873,6 +877,18 @@ impl System {
                 _ => s.client_mut(c).pc = Pc::Idle,
             },
             // `call_idempotent`: sent again once, by the same marker.
+            Pc::Forcing { nonce, second } => match outcome {
+                Outcome::Broken if !second => self.again(
+                    s,
+                    c,
+                    call,
+                    Pc::Forcing {
+                        nonce,
+                        second: true,
+                    },
+                ),
+                _ => s.client_mut(c).pc = Pc::Idle,
+            },
             Pc::Putting { data, second } => match outcome {
                 Outcome::Broken if !second => {
                     self.again(s, c, call, Pc::Putting { data, second: true })

@@ -169,6 +169,11 @@ pub struct Store {
     pub revoked: Slots<u8, 2>,
     /// `<lock>:revoked`: the tokens of holds a revocation ended.
     pub ousted: Slots<Token, 3>,
+    /// `<lock>:forced:<nonce>` markers, with what the run answered.
+    pub forces: Slots<(u8, bool), 1>,
+    /// Not a key: the tokens whose hold (or grant) a forced release took, and
+    /// that hold nothing since. Their holders are told at their next call.
+    pub forced: Slots<Token, 4>,
     /// `<lock>:destroyed:<token>` markers (kept past any run of the model).
     pub destroyed: Slots<Token, 2>,
     /// session_put.lua's markers (by nonce, kept past any run of the model).
@@ -346,6 +351,12 @@ pub struct Scripts {
     /// asks again after the logout. Off: it popped the session as it was
     /// before the logout (review, stop 59).
     pub revoke_unwakes: bool,
+    /// (ag) force_release.lua clears the wake-up lists of the holds it takes:
+    /// a waiter handed the lock (a reader its shared hold) by the release
+    /// before it, not woken yet, finds nothing and asks again. Off: it popped
+    /// the grant after the forced release and counted on it beside the next
+    /// holder (review, stop 64).
+    pub force_unwakes: bool,
     /// (ad) A request writes a fresh id it moved to (session_put.lua) only
     /// where nothing is stored ('absent'). Off: with 'any', whatever is there
     /// (a write that timed out and landed late wrote over a save the session's
@@ -387,6 +398,7 @@ impl Script<'_> {
     }
 
     fn set_lock(&mut self, token: Token, fence: Option<u16>, ttl: Time) {
+        self.db.forced.retain(|t| *t != token);
         self.db.lock = Some(LockValue {
             token,
             fence,
@@ -499,6 +511,7 @@ impl Script<'_> {
 
     /// lib.lua's `add_holder` (and `weigh`, for a new one of several permits).
     pub fn add_holder(&mut self, token: Token, ttl: Time, now: Time, weight: u8) {
+        self.db.forced.retain(|t| *t != token);
         let until = now.saturating_add(ttl);
         match self.db.holders.iter_mut().find(|h| h.token == token) {
             Some(h) => h.until = until,
@@ -1190,6 +1203,41 @@ impl Script<'_> {
             self.db.revoked.push(nonce);
         }
         Reply::Int(1)
+    }
+
+    /// force_release.lua: the lock and the shared holds deleted, whoever holds
+    /// them, and what that frees handed to the head of the queue. Sent again
+    /// after a lost reply, it answers by its marker (touched: the WAIT that
+    /// follows covers the first run). 1 when something was held.
+    pub fn force_release(&mut self, nonce: u8) -> Reply {
+        if let Some(&(_, held)) = self.db.forces.iter().find(|(n, _)| *n == nonce) {
+            self.touched = true;
+            return Reply::Int(u8::from(held));
+        }
+        let taken: Slots<Token, 6> = self
+            .db
+            .lock
+            .map(|l| l.token)
+            .into_iter()
+            .chain(self.db.holders.iter().map(|h| h.token))
+            .collect();
+        for &token in taken.iter() {
+            if self.scripts.force_unwakes {
+                self.unwake(token);
+            }
+            if !self.db.forced.contains(&token) {
+                self.db.forced.push(token);
+            }
+        }
+        let held = !taken.is_empty();
+        self.db.lock = None;
+        self.db.holders.clear();
+        self.db.holders_until = 0;
+        self.db.forces.push((nonce, held));
+        if held {
+            self.grant(true, true, |_| None, None);
+        }
+        Reply::Int(u8::from(held))
     }
 
     /// BLPOP on our wake-up list (one entry; `None` while it is empty: the

@@ -100,6 +100,7 @@ pub fn show(req: Req) -> String {
         Req::Destroy { token } => format!("session_save.lua({token:?}, destroy)"),
         Req::DestroyedBefore => "EXISTS data? (saved_before, destroy; (z) reverted)".into(),
         Req::Revoke { nonce } => format!("session_revoke.lua(nonce {nonce})"),
+        Req::Force { nonce } => format!("force_release.lua(nonce {nonce})"),
         Req::Abandon { token } => format!("resolve.lua + release.lua({token:?}) (abandon)"),
     }
 }
@@ -377,6 +378,11 @@ pub struct Ghost {
     /// A waiter popped a grant that a logout had revoked before it woke: the
     /// session as it was before the logout (fix (ac)).
     pub popped_revoked: bool,
+    /// A waiter popped a grant that a forced release had taken before it
+    /// woke (fix (ag)).
+    pub popped_forced: bool,
+    /// A forced release took a grant its waiter had not read yet.
+    pub forced_unread: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -410,6 +416,7 @@ pub enum Op {
     /// A locked destroy (a logout of the session this request holds).
     Destroy,
     Revoke,
+    Force,
     Put,
     Crash,
     /// acquire() (or acquireRead()) again, after a conversion that threw: the
@@ -542,6 +549,7 @@ impl State {
             Req::Destroy { token } => script.session_destroy(token),
             Req::DestroyedBefore => script.destroyed_before(),
             Req::Revoke { nonce } => script.session_revoke(nonce),
+            Req::Force { nonce } => script.force_release(nonce),
             Req::Put { nonce, data } => script.session_put(nonce, data),
             Req::Abandon { token } => {
                 if let Reply::Owned(Some(_)) = script.resolve(token, session(token)) {
@@ -560,11 +568,24 @@ impl State {
         if let Req::Revoke { nonce } = req {
             self.note_revoke(cfg, nonce, &before, node);
         }
+        if let Req::Force { .. } = req {
+            let after = &self.redis.nodes[n].store;
+            self.ghost.forced_unread |= after
+                .forced
+                .iter()
+                .any(|t| !before.forced.contains(t) && before.wake.iter().any(|w| w.token == *t));
+        }
         if let Req::Put { nonce, .. } = req {
             self.ghost.put_by_marker |= before.put.contains(&nonce);
         }
         if let (Req::Blpop { token }, Reply::Popped(_)) = (req, reply) {
             self.ghost.popped_revoked |= before.ousted.contains(&token);
+            if before.forced.contains(&token) {
+                // Counted on from now (in mutual exclusion too): it learned
+                // of the grant after the forced release took it.
+                self.ghost.popped_forced = true;
+                self.redis.nodes[n].store.forced.retain(|t| *t != token);
+            }
         }
         if let (Req::Destroy { token }, Reply::Int(1)) = (req, reply) {
             if owns(before.lock, token) {
@@ -817,9 +838,11 @@ pub fn req_token(req: Req) -> Option<Token> {
         | Req::Save { token, .. }
         | Req::Destroy { token }
         | Req::Abandon { token } => Some(token),
-        Req::SavedBefore { .. } | Req::DestroyedBefore | Req::Revoke { .. } | Req::Put { .. } => {
-            None
-        }
+        Req::SavedBefore { .. }
+        | Req::DestroyedBefore
+        | Req::Revoke { .. }
+        | Req::Force { .. }
+        | Req::Put { .. } => None,
     }
 }
 
@@ -1218,6 +1241,10 @@ impl Model for System {
                 |_, s: &State| !s.ghost.popped_revoked,
             ),
             Property::always(
+                "no waiter wakes to a grant a forced release took",
+                |_, s: &State| !s.ghost.popped_forced,
+            ),
+            Property::always(
                 "every key of a lease expires in time",
                 |m: &System, s: &State| {
                     let cfg = &m.config;
@@ -1232,6 +1259,10 @@ impl Model for System {
                             && db.wake.iter().all(|w| w.until <= keep)
                     })
                 },
+            ),
+            Property::sometimes(
+                "a forced release takes a grant before its waiter woke",
+                |_, s: &State| s.ghost.forced_unread,
             ),
             Property::sometimes("a waiter is handed the lock", |_, s: &State| {
                 s.clients.iter().any(|c| {
@@ -1376,9 +1407,14 @@ impl System {
             .iter()
             .zip(&self.config.clients)
             .filter(|(c, p)| {
-                !matches!(p, Program::Session { .. } | Program::Revoker { .. })
-                    && c.counted(s.now).is_some_and(&kind)
+                !matches!(
+                    p,
+                    Program::Session { .. } | Program::Revoker { .. } | Program::Forcer
+                ) && c.counted(s.now).is_some_and(&kind)
                     && counts(s, c)
+                    // Taken by a forced release: its holder learns so at its
+                    // next call (owner-checked), by design.
+                    && !c.hold.is_some_and(|h| s.master().forced.contains(&h.token))
             })
             .count()
     }
@@ -1438,8 +1474,9 @@ impl System {
                 // Told "revoked": a destroy counts on that logout (fix (ae)); a
                 // write wrote nothing and counts on nothing.
                 (Req::Destroy { .. }, Reply::Int(2)) => true,
-                // `SessionStore::revoke` WAITs after every run.
-                (Req::Revoke { .. }, _) => true,
+                // `SessionStore::revoke` WAITs after every run, as
+                // `Lease::force_release` does.
+                (Req::Revoke { .. } | Req::Force { .. }, _) => true,
                 _ => false,
             };
         if wait {

@@ -17,6 +17,16 @@ if done then
   redis.call('PEXPIRE', KEYS[6], ARGV[1])
   return tonumber(done)
 end
+-- A waiter handed the lock (or a reader its shared hold) that has not read its
+-- wake-up yet would count on a grant taken from it before it knew of it,
+-- beside the next holder: it finds nothing, and asks again.
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'string' then
+  unwake(KEYS[1], string.match(holder, '^[^:]*'))
+end
+for _, token in ipairs(redis.pcall('ZRANGE', KEYS[5], '0', '-1')) do
+  unwake(KEYS[1], token)
+end
 local held = redis.call('DEL', KEYS[1], KEYS[5])
 redis.call('SET', KEYS[6], held > 0 and '1' or '0', 'PX', ARGV[1])
 if held == 0 then

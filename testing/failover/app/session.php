@@ -14,7 +14,7 @@
  * session_destroy() returned true with no "Session object destruction failed"
  * warning (native form); and whether its lease may have been lost first
  * ('revoking': it then revoked whoever held, deleting what was there then;
- * counted as lost, or the request as old as the lock's ttl). A write says
+ * counted as lost). A write says
  * whether a logout had revoked it ('revoked': refused, yet answered true).
  *
  * Acknowledged means what the save handler told PHP:
@@ -122,22 +122,26 @@ try {
             ini_set("redis_lease.session.$k", is_bool($v) ? ($v ? '1' : '0') : (string) $v);
         }
     }
+    // This worker's own counts (one request at a time), from when the lock is
+    // taken (what session_start() settled of earlier requests counted before):
+    // a write refused because a logout revoked its lock returns true quietly
+    // (session_revoked); a logout whose lease was lost revokes whoever holds,
+    // deleting what is there then (session_lost, counted once when the watchdog
+    // gives the lease up or when the destroy finds it gone; failover_lost; or
+    // session_revoked, when the watchdog found it revoked but the destroy did
+    // not).
+    $counts = static fn(): array => array_intersect_key(\RedisLease\metrics(),
+        ['session_revoked' => 0, 'session_lost' => 0, 'failover_lost' => 0]);
     session_id($sid);
     $out['started'] = session_start();
+    $opened = $counts();
     $out['t_read'] = hrtime(true);
     // The ids it read: the checker looks for a logout's in later requests.
     $out['read'] = $out['started'] ? array_map('intval', $_SESSION['ids'] ?? []) : null;
-    // This worker's own counts (one request at a time): a write refused because
-    // a logout revoked its lock returns true quietly (session_revoked); a logout
-    // whose lease was lost revokes whoever holds, deleting what is there then
-    // (session_lost or failover_lost; a lease that simply ran out, unrenewed, is
-    // not always counted: the request's age says it may have).
-    $counts = static fn(): array => array_intersect_key(\RedisLease\metrics(),
-        ['session_revoked' => 0, 'session_lost' => 0, 'failover_lost' => 0]);
     if ($out['started'] && ($_GET['logout'] ?? '') === '1') {
         $out['logout'] = true;
         $before = count($warnings);
-        $c0 = $counts();
+        $c0 = $opened;
         $out['t_write'] = hrtime(true);
         if (($_GET['plant'] ?? '') === 'logout_undone' && intdiv($rid, 80) % 2 === 0) {
             session_abort();
@@ -153,8 +157,7 @@ try {
         $out['t_ack'] = hrtime(true);
         $out['acked'] = $acked;
         $c1 = $counts();
-        $out['revoking'] = $c1['session_lost'] > $c0['session_lost'] || $c1['failover_lost'] > $c0['failover_lost']
-            || ($out['t_ack'] - $t0) / 1e9 >= (float) ($options['lock_ttl'] ?? 0);
+        $out['revoking'] = $c1 != $c0;
     } elseif ($out['started']) {
         $ids = $_SESSION['ids'] ?? [];
         $ids[] = $rid;
