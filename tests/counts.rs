@@ -220,7 +220,7 @@ fn a_hold_the_watchdog_gave_up_is_not_counted_released_too() {
     let server = RedisServer::start();
     let proxy = HoldingProxy::start(server.port);
     let dsn = format!("redis://127.0.0.1:{}?read_timeout=30", proxy.port);
-    let ttl = MS * 777;
+    let ttl = MS * 2777;
     let counts = Counts::now();
     let l = lease_at(&dsn, LeaseKeys::for_lock(b"lock:", b"given_up"));
     let mut hold = l.acquire(ttl, Duration::ZERO).unwrap().unwrap();
@@ -228,7 +228,7 @@ fn a_hold_the_watchdog_gave_up_is_not_counted_released_too() {
     let mut lock = Lock::new(lease_at(&dsn, keys), ttl).with_auto_renew(true);
     assert!(lock.acquire(Duration::ZERO).unwrap());
     // Renewals (by their ttl, as sent) go unanswered; Redis keeps the leases.
-    proxy.hold_command(b"\r\n777\r\n");
+    proxy.hold_command(b"\r\n2777\r\n");
     l.watch(&mut hold, Kind::Lock, true, 0);
     for key in ["lock:{given_up}", "lock:{given_up_too}"] {
         let _: () = redis::cmd("PEXPIRE")

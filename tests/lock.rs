@@ -1112,9 +1112,9 @@ fn a_grant_read_after_a_forced_release_is_not_counted_on(name: &str, read: bool)
     let mut waiter = Lock::new(through_with(&proxy, name, 5), SEC * 30);
     let waiting = std::thread::spawn(move || {
         let got = if read {
-            waiter.acquire_read(SEC * 2)
+            waiter.acquire_read(SEC * 5)
         } else {
-            waiter.acquire(SEC * 2)
+            waiter.acquire(SEC * 5)
         };
         (got, waiter)
     });

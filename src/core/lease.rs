@@ -1245,7 +1245,7 @@ impl Lease {
         if self.keys.data.is_some() {
             hold.count_session_end(n);
         } else {
-            self.count_end(hold, released);
+            self.count_let_go(hold, released);
         }
         Ok(n)
     }
@@ -1434,7 +1434,7 @@ impl Lease {
 
     /// Counts `hold` ended: `freed` by its holder, or else lost (for a
     /// session, as session_save.lua's answers 1 and 0).
-    fn count_end(&self, hold: &Hold, freed: bool) {
+    fn count_let_go(&self, hold: &Hold, freed: bool) {
         match (self.keys.data.is_some(), freed) {
             (true, _) => hold.count_session_end(i64::from(freed)),
             (false, true) => hold.count_released(),
@@ -1728,7 +1728,7 @@ impl Leftover for Abandon {
         if let Some((hold, maybe_sent)) = &self.end {
             let mut hold = hold.clone();
             hold.acquired_at += self.at.elapsed();
-            self.lease.count_end(&hold, freed || *maybe_sent);
+            self.lease.count_let_go(&hold, freed || *maybe_sent);
         }
         Ok(())
     }

@@ -196,10 +196,9 @@ impl Lock {
     }
 
     /// Lets go of a hold (a restored one) whose token this process still owes
-    /// a release or give-back: it may still run, or is due at the next call,
-    /// and free the lease under whoever counts on it (see `ask_restored`).
-    /// Before, a refresh found it still held and answered true, and detach()
-    /// and getToken() handed it out (review, stop 64).
+    /// a release or give-back: that may still run, or is due at the next call,
+    /// and would free the lease under whoever counted on it, here (a refresh)
+    /// or wherever the token is handed (detach(), getToken()).
     fn drop_owed(&mut self) {
         if self
             .hold
@@ -611,14 +610,16 @@ impl Lock {
                     hold.carry_unanswered(old);
                 }
                 // Not counted on after all: the grant, counted acquired, ends.
-                let counted = self.recount(&mut hold);
-                if !matches!(counted, Ok(true)) {
-                    hold.count_lost(Kind::Lock);
-                }
-                match counted {
+                match self.recount(&mut hold) {
                     Ok(true) => Ok(Got::Held(hold)),
-                    Ok(false) => Ok(Got::Lapsed),
-                    Err(e) => Err(e),
+                    Ok(false) => {
+                        hold.count_lost(Kind::Lock);
+                        Ok(Got::Lapsed)
+                    }
+                    Err(e) => {
+                        hold.count_lost(Kind::Lock);
+                        Err(e)
+                    }
                 }
             }
             other => other,

@@ -30,8 +30,8 @@ named!(Counter {
     PermitsBusy => "semaphore_busy", "Semaphore acquire calls that gave up because all permits stayed taken.";
     LockContended => "lock_contended", "Acquisitions that found the lock held at least once.";
     LockBusy => "lock_busy", "Acquire calls that gave up because another holder kept the lock (failed acquisitions).";
-    LockReleased => "lock_released", "Holds of locks and permits released by their holder (an upgrade or downgrade releases the hold it converts). Each hold ends once: here or in lock_lost.";
-    LockLost => "lock_lost", "Holds of locks and permits found expired or taken (by a release, renewal, fencing token or inspect), or given up by the watchdog.";
+    LockReleased => "lock_released", "Holds of locks and permits released by their holder (an upgrade or downgrade releases the hold it converts). A hold's end is counted once at most: here or in lock_lost.";
+    LockLost => "lock_lost", "Holds of locks and permits found expired or taken (by a release, renewal, fencing token, inspect, conversion, or a release left for later), or given up by the watchdog.";
     LockRenewals => "lock_renewals", "Successful lease renewals (refresh).";
     AutoRenewals => "auto_renewals", "Leases (locks and sessions) extended by the watchdog thread.";
     RenewalRoundTrips => "renewal_round_trips", "Round trips of the watchdog (each renews every lease due on one endpoint).";

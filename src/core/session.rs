@@ -678,7 +678,7 @@ impl SessionStore {
                         metrics::incr(Counter::Retries);
                         let (n, mut acks) = match s.lease.call(run) {
                             Ok(reply) => reply,
-                            Err(f) => return Err(Self::abandon(s, hold, f)),
+                            Err(f) => return Err(Self::abandon(s, hold, f, true)),
                         };
                         metrics::incr(Counter::UncertainResolved);
                         // Found unlocked: maybe by our first run. (Revoked: the
@@ -707,7 +707,8 @@ impl SessionStore {
                         // Redis did not answer (or could not be reached): the save may
                         // still run. Asking again now would only double the wait; the
                         // unlock is left for this process's next call (or the lease's end).
-                        return Err(Self::abandon(s, hold, f));
+                        let sent = !matches!(f, Failure::NotSent(_));
+                        return Err(Self::abandon(s, hold, f, sent));
                     }
                 };
                 s.mode = Mode::Done;
@@ -789,10 +790,11 @@ impl SessionStore {
 
     /// A save whose outcome is unknown: the session is done in this request, and
     /// its unlock is left to this process's next call (or the lease's end).
-    fn abandon(s: &mut Session, hold: Hold, f: Failure) -> Error {
+    /// `maybe_sent`: a run of it may have reached Redis.
+    fn abandon(s: &mut Session, hold: Hold, f: Failure, maybe_sent: bool) -> Error {
         s.mode = Mode::Done;
         unlocked(&hold);
-        s.lease.defer_end(&hold, true);
+        s.lease.defer_end(&hold, maybe_sent);
         f.into_error()
     }
 
