@@ -50,12 +50,12 @@ foreach (['cut' => 'ran', 'hold' => 'never ran'] as $fault => $what) {
 }
 $proxy->flush();
 
-// locking = off: a destroy (session_delete.lua, with wait_replicas) whose reply
-// was cut is sent again, and its DEL finds nothing to delete, which writes
+// locking = off: a destroy (a logout, session_revoke.lua, with wait_replicas)
+// whose reply was cut is sent again, and finds nothing to delete, which writes
 // nothing on its link. WAIT counts the writes of its own link (on Redis 7.0, as
 // measured here, it also covered what other links wrote before its last
-// command; later servers do not). The script writes a marker then, which is
-// waited for instead:
+// command; later servers do not). The script finds its marker then, and writes
+// it again, which is waited for instead:
 // with the replica stopped before the first DEL reached it, too few replicas,
 // reported as such, never a logout said done that a failover would undo.
 $off = new RedisLockingSessionHandler($proxy->dsn('connect_timeout=1&read_timeout=2&wait_replicas=1&wait_timeout=300'),
@@ -70,7 +70,7 @@ rl_same('off: the replica acknowledged the session', 1, $raw->cmd('WAIT', '1', '
 rl_same('off: read() reads it', 'v|i:1;', $off->read($sid));
 rl_kill_pid($replica['pid'], 'STOP');
 $warnings = [];
-$proxy->arm('cut', [$dataKey, rl_script_marker('session_delete.lua')]);
+$proxy->arm('cut', [$dataKey, rl_script_marker('session_revoke.lua')]);
 $r = fault_outcome(fn() => $off->destroy($sid));
 $ev = $proxy->awaitEvent('cut', 5.0);
 rl_kill_pid($replica['pid'], 'CONT');

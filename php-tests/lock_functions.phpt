@@ -86,7 +86,7 @@ $want = [
     'acquire' => [], 'release' => ['allow-oom'], 'force_release' => ['allow-oom'], 'refresh' => ['allow-oom'],
     'inspect' => ['no-writes'], 'held' => ['no-writes'], 'survey' => ['no-writes'], 'fence' => [],
     'resolve' => ['allow-oom'], 'session_open' => [], 'session_save' => [], 'session_unlock' => ['allow-oom'],
-    'session_revoke' => ['allow-oom'], 'session_put' => [], 'session_delete' => ['allow-oom'],
+    'session_revoke' => ['allow-oom'], 'session_put' => [],
 ];
 $expected = [];
 foreach ($want as $fn => $f) {

@@ -1,5 +1,5 @@
 --TEST--
-Sessions (class, native, and called directly as Laravel does): a read-only request (on_lock_timeout = readonly) that moves to a fresh id (session_regenerate_id(), Laravel's migrate()) writes it only while the session it read still holds what it read: after the holder logged out (destroyed it, or saved it logged out) the fresh id stays unwritten, quietly (counted as a write conflict), so a logout is not undone under a new id; with nothing changed the fresh id is written (a login under contention works), and a worker's next request is not refused for the previous one's session
+Sessions (class, native, and called directly as Laravel does): a read-only request (on_lock_timeout = readonly) that moves to a fresh id (session_regenerate_id(), Laravel's migrate()) writes it only while the session it read still holds what it read: after the holder logged out (destroyed it, or saved it logged out) the fresh id stays unwritten, quietly (counted as a write conflict), so a logout is not undone under a new id; with nothing changed the fresh id is written (a login under contention works), and a worker's next request is not refused for the previous one's session, nor (the same session again) left read-only and unlocked
 --CONFLICTS--
 all
 --FILE--
@@ -158,6 +158,17 @@ rl_same('... its holder logs out', true, $busy->destroy($sid));
 $next = rl_key('worker-next');
 rl_same("the worker's next request reads a new session", ['', false], [$r->read($next), $r->isReadOnly()]);
 rl_same('... and writes it', [true, 'n|i:1;'], [$r->write($next, 'n|i:1;'), $raw->cmd('GET', "PHPREDIS_SESSION:$next")]);
+// ... and the next request of the same session waits for its lock, and its
+// write is kept. (Before, it read the session again unlocked, read-only still,
+// and its write was dropped, answered true: review, stop 65.)
+$sid = rl_key('worker-same');
+$raw->cmd('SET', "PHPREDIS_SESSION:$sid", $alice);
+rl_same('a request reads a session read-only; its write is dropped, quietly', [$alice, $alice, true, true],
+    [$busy->read($sid), $r->read($sid), $r->isReadOnly(), $r->write($sid, 'r|i:1;')]);
+rl_same('... its holder saves', [true, 'b|i:1;'], [$busy->write($sid, 'b|i:1;'), $raw->cmd('GET', "PHPREDIS_SESSION:$sid")]);
+rl_same("the worker's next request of the same session holds its lock", ['b|i:1;', false, 1],
+    [$r->read($sid), $r->isReadOnly(), $raw->cmd('EXISTS', st_lock_key($sid, 'PHPREDIS_SESSION:'))]);
+rl_same('... and its write is kept', [true, 'c|i:1;'], [$r->write($sid, 'c|i:1;'), $raw->cmd('GET', "PHPREDIS_SESSION:$sid")]);
 echo "done\n";
 ?>
 --EXPECT--
@@ -323,4 +334,8 @@ ok: a request reads a session read-only
 ok: ... its holder logs out
 ok: the worker's next request reads a new session
 ok: ... and writes it
+ok: a request reads a session read-only; its write is dropped, quietly
+ok: ... its holder saves
+ok: the worker's next request of the same session holds its lock
+ok: ... and its write is kept
 done

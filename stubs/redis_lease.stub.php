@@ -145,6 +145,9 @@ namespace {
          * first, as by detach(): up to three times, until an answer leaves no run that may come
          * late (this call then waits for Redis, up to the read timeout each time, and answers null
          * if the lease was gone).
+         *
+         * @throws \RedisLease\ConnectionException When the re-send got no answer either: the late refresh could
+         *     still shorten the lease under whoever restores the token (the next call sends it again).
          */
         public function getToken(): ?string {}
 
@@ -161,6 +164,9 @@ namespace {
          *     Redis may keep it, and whoever restores the token asks Redis before relying on it,
          *     or releases it. Its unanswered refresh is sent again first all the same (the lost
          *     hold is not extended for us; the send voids the late one).
+         * @throws \RedisLease\ConnectionException When that re-send got no answer either: the hold stays with
+         *     this object (released as it goes), since the late refresh could still shorten the
+         *     lease under whoever restores the token.
          */
         public function detach(): ?string {}
 
@@ -407,6 +413,7 @@ namespace {
          * DistributedLock::detach()).
          *
          * @return string|null Its token; null when we hold no permit.
+         * @throws \RedisLease\ConnectionException As DistributedLock::detach(), the permit kept.
          */
         public function detach(): ?string {}
 
@@ -414,6 +421,8 @@ namespace {
          * Our permit's token (opaque); null when we hold none. After a refresh() that got no
          * answer, that refresh is sent again first, as by detach() (see
          * DistributedLock::getToken()).
+         *
+         * @throws \RedisLease\ConnectionException As DistributedLock::getToken().
          */
         public function getToken(): ?string {}
 

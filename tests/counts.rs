@@ -19,7 +19,8 @@ use redis_lease::core::metrics::{self, Counter, Scope, Timing};
 use redis_lease::core::session::{Saved, SessionConfig, SessionStore};
 use redis_lease::core::watchdog::Kind;
 use support::{
-    await_until, exists, lock_lease, pttl, ClusterSet, HoldingProxy, RedisServer, SentinelSet,
+    await_until, exists, load_scripts, lock_lease, pttl, ClusterSet, HoldingProxy, RedisServer,
+    SentinelSet,
 };
 
 const MS: Duration = Duration::from_millis(1);
@@ -264,11 +265,7 @@ fn a_hold_the_watchdog_gave_up_is_not_counted_released_too() {
 fn a_release_left_for_the_next_call_is_counted_when_it_settles() {
     let _serial = serial();
     let server = RedisServer::start();
-    // The scripts loaded on a link of its own: through the proxy, only the
-    // lock's own calls.
-    let mut warm = Lock::new(lock_lease(&server, "", "deferred_warm"), SEC * 30);
-    assert!(warm.acquire(Duration::ZERO).unwrap());
-    assert!(warm.release().unwrap());
+    load_scripts(&server);
     let proxy = HoldingProxy::start(server.port);
     let dsn = format!("redis://127.0.0.1:{}?read_timeout=1", proxy.port);
     let mut lock = Lock::new(

@@ -637,7 +637,8 @@ fn a_release_that_may_have_run_before_is_waited_for() {
 /// short) is not reported done while the replica lacks that logout: a marker
 /// written after the DEL is what its WAIT counts (Redis 8 and Valkey count a
 /// link's own writes only). Before, only a DEL run again wrote one, and the
-/// destroy said done at once there (review, stop 62).
+/// destroy said done at once there (review, stop 62). (Since stop 65 the
+/// destroy is a revocation, session_revoke.lua, whose marker that is.)
 #[test]
 fn an_unlocked_destroy_finding_nothing_waits_for_what_deleted_it() {
     let (master, replica) = master_and_replica();
@@ -688,7 +689,7 @@ fn an_unlocked_destroy_finding_nothing_waits_for_what_deleted_it() {
         "no marker for WAIT to count"
     );
     let markers: Vec<String> = redis::cmd("KEYS")
-        .arg("{PHPREDIS_SESSION:offdel}:lock:deleted:*")
+        .arg("{PHPREDIS_SESSION:offdel}:lock:revoked:*")
         .query(&mut raw)
         .unwrap();
     assert_eq!(markers.len(), 1, "{markers:?}");
@@ -785,7 +786,7 @@ fn a_restored_hold_counts_on_no_more_than_the_replicas_have() {
     let taken = Instant::now();
     replica.signal("STOP");
     let refreshed = holder.refresh(SEC * 60);
-    let token = holder.detach().expect("held");
+    let token = holder.detach().unwrap().expect("held");
     let mut restored = Lock::restore(lease(&dsn, "restored"), SEC * 60, token, false).unwrap();
     let asked = restored.holding();
     replica.signal("CONT");
@@ -828,7 +829,7 @@ fn a_restored_lock_without_expiry_is_not_cut() {
         .arg("lock:{persisted}")
         .query(&mut raw)
         .unwrap();
-    let token = holder.detach().expect("held");
+    let token = holder.detach().unwrap().expect("held");
     let mut restored = Lock::restore(lease(&dsn, "persisted"), SEC * 30, token, false).unwrap();
     assert_eq!(restored.holding().unwrap(), Some(false), "held alone");
     let left: i64 = redis::cmd("PTTL")
@@ -1057,34 +1058,59 @@ fn a_destroy_told_revoked_waits_for_the_logout_that_revoked_it() {
         "told revoked, the script wrote nothing its WAIT could count"
     );
     // The replica stops: the logout's own WAIT falls short (reported failed),
-    // and the holder's destroy must not report it done either.
-    let (mut held, _) = s.open("rvw2").unwrap();
-    replica.signal("STOP");
-    let revoked = logout_stopped.delete("rvw2", None);
-    let told = s.destroy(&mut held, None);
-    replica.signal("CONT");
-    assert!(
-        revoked.is_err(),
-        "the logout's WAIT fell short: {revoked:?}"
-    );
-    match told {
-        Err(Error::Connection(e)) => assert!(e.contains("A logout revoked this session"), "{e}"),
-        other => panic!("reported {other:?} while the replica lacked the logout"),
-    }
-    // A write told so writes nothing, waits for nothing, and stays quiet (a
-    // warning would be an HTTP 500 in the frameworks): the session is revoked
-    // either way.
+    // and the holder's destroy must not report it done either; nor a write
+    // told so, reported done (true: the session is logged out, its changes
+    // dropped) on the same terms (review, stop 65: it was at once, and a
+    // failover then brought the session back without them). Both at once, on
+    // links of their own: each WAITs its 10 s.
+    let (mut destroyed, _) = s.open("rvw2").unwrap();
     let (mut held, _) = s.open("rvw3").unwrap();
     replica.signal("STOP");
-    let revoked = logout_stopped.delete("rvw3", None);
+    let revoked = [
+        logout_stopped.delete("rvw2", None),
+        logout_stopped.delete("rvw3", None),
+    ];
+    let told = std::thread::scope(|scope| {
+        let destroy = scope.spawn(|| s.destroy(&mut destroyed, None));
+        let write = s.write(&mut held, b"late", SEC * 60);
+        [destroy.join().unwrap(), write]
+    });
+    replica.signal("CONT");
+    for (revoked, told) in revoked.iter().zip(told) {
+        assert!(
+            revoked.is_err(),
+            "the logout's WAIT fell short: {revoked:?}"
+        );
+        match told {
+            Err(Error::Connection(e)) => {
+                assert!(e.contains("A logout revoked this session"), "{e}")
+            }
+            other => panic!("reported {other:?} while the replica lacked the logout"),
+        }
+    }
+    assert!(held.revoked);
+    let (mut held, _) = s.open("rvw4").unwrap();
+    assert!(logout.delete("rvw4", None).unwrap());
+    assert_eq!(
+        s.write(&mut held, b"late", SEC * 60).unwrap(),
+        Saved::Revoked
+    );
+    assert!(
+        !exists(&mut raw, "PHPREDIS_SESSION:rvw4"),
+        "nothing written"
+    );
+    // A touch told so changed nothing, counts on nothing: it writes nothing and
+    // waits for nothing, and stays quiet.
+    let (mut held, _) = s.open("rvw5").unwrap();
+    replica.signal("STOP");
+    let revoked = logout_stopped.delete("rvw5", None);
     let writes = info_count(&mut raw, "rdb_changes_since_last_save:");
     let waits = info_count(&mut raw, "cmdstat_wait:calls=");
-    let told = s.write(&mut held, b"late", SEC * 60);
+    let told = s.touch(&mut held, SEC * 60);
     replica.signal("CONT");
     assert!(revoked.is_err(), "{revoked:?}");
     assert_eq!(told.unwrap(), Saved::Revoked);
     assert!(held.revoked);
-    // It counts on nothing: it writes nothing and waits for nothing.
     assert_eq!(info_count(&mut raw, "rdb_changes_since_last_save:"), writes);
     assert_eq!(info_count(&mut raw, "cmdstat_wait:calls="), waits);
 }

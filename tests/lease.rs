@@ -901,7 +901,6 @@ fn every_script_compiles_with_the_helpers_it_uses() {
         &SESSION_SAVE,
         &SESSION_REVOKE,
         &SESSION_PUT,
-        &SESSION_DELETE,
     ];
     for script in all {
         let source = &script.source;

@@ -407,6 +407,42 @@ fn locking_off_is_last_writer_wins_without_lock_keys() {
     assert_eq!(get(&server, "PHPREDIS_SESSION:free").as_deref(), Some("B"));
 }
 
+/// A logout from a request with locking off (a route configured so, or a
+/// rolling change of the setting) revokes the lease of a request with locking
+/// on, whose save then cannot write the session back. Before, its destroy
+/// was a DEL, and that save logged the user in again (review, stop 65).
+#[test]
+fn a_logout_with_locking_off_revokes_a_locking_request() {
+    let server = RedisServer::start();
+    let locked = store(&server, SessionConfig::default());
+    let unlocked = store(
+        &server,
+        SessionConfig {
+            locking: false,
+            ..SessionConfig::default()
+        },
+    );
+    let (mut held, _) = locked.open("mixed").unwrap();
+    assert_eq!(
+        locked
+            .write(&mut held, b"user|s:1:\"a\";", SEC * 60)
+            .unwrap(),
+        Saved::Yes
+    );
+    let (mut held, data) = locked.open("mixed").unwrap();
+    assert_eq!(data.as_deref(), Some(&b"user|s:1:\"a\";"[..]));
+    let (mut logout, _) = unlocked.open("mixed").unwrap();
+    assert_eq!(unlocked.destroy(&mut logout, None).unwrap(), Saved::Yes);
+    assert_eq!(
+        locked
+            .write(&mut held, b"user|s:1:\"a\";n|i:1;", SEC * 60)
+            .unwrap(),
+        Saved::Revoked
+    );
+    assert_eq!(get(&server, "PHPREDIS_SESSION:mixed"), None, "logged out");
+    assert!(held.revoked);
+}
+
 #[test]
 fn touch_destroy_exists_and_new_ids() {
     let server = RedisServer::start();

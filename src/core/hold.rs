@@ -83,6 +83,19 @@ impl Kind {
     }
 }
 
+/// Whether how a hold ended was counted, shared by the hold, its copies and
+/// its watch.
+#[derive(Clone, Debug, Default)]
+struct EndCount(Arc<AtomicBool>);
+
+impl EndCount {
+    /// True the first time it is asked: how the hold ended is then the
+    /// caller's to count.
+    fn first(&self) -> bool {
+        !self.0.swap(true, Ordering::AcqRel)
+    }
+}
+
 /// A lease we hold.
 #[derive(Clone, Debug)]
 pub struct Hold {
@@ -113,7 +126,7 @@ pub struct Hold {
     /// by whoever counts it first, the watchdog, a refresh, the holder's release
     /// or save (and shared with its watch), so each hold ends once in the
     /// counters.
-    end_counted: Arc<AtomicBool>,
+    end_counted: EndCount,
 }
 
 impl Hold {
@@ -128,7 +141,7 @@ impl Hold {
             acquired_at: sent,
             watch: None,
             unanswered_refreshes: Vec::new(),
-            end_counted: Arc::default(),
+            end_counted: EndCount::default(),
         }
     }
 
@@ -230,6 +243,13 @@ impl Hold {
         self.unanswered_refreshes.len() >= MAX_UNANSWERED
     }
 
+    /// Whether a refresh that got no answer may still arrive (sent less than
+    /// `LATE` before `now`, and voided by no refresh answered since).
+    pub(crate) fn refresh_may_arrive(&mut self, now: Instant) -> bool {
+        self.prune_unanswered(now);
+        !self.unanswered_refreshes.is_empty()
+    }
+
     /// The earliest end an unanswered refresh may leave.
     fn unanswered_end(&self) -> Option<Instant> {
         self.unanswered_refreshes
@@ -251,15 +271,9 @@ impl Hold {
             .is_some_and(|w| w.state.load(Ordering::Acquire) == REVOKED)
     }
 
-    /// True the first time it is asked: how the hold ended is then the
-    /// caller's to count (see `end_counted`).
-    fn first_end(&self) -> bool {
-        !self.end_counted.swap(true, Ordering::AcqRel)
-    }
-
     /// Counts the hold ended as `c`, unless its end was counted already.
     pub(crate) fn count_end(&self, c: Counter) {
-        if self.first_end() {
+        if self.end_counted.first() {
             metrics::incr(c);
         }
     }
@@ -272,30 +286,37 @@ impl Hold {
         self.count_end(kind.lost());
     }
 
-    /// Counts a lock's hold released by its holder (or converted), unless its
-    /// end was counted already (the watchdog gave it up: its holder was told
-    /// it is lost, even if Redis still kept it for the release to free).
-    pub(crate) fn count_released(&self) {
-        if self.first_end() {
+    /// Counts a lock's hold released by its holder (or converted), who let go
+    /// at `let_go`, unless its end was counted already (the watchdog gave it
+    /// up: its holder was told it is lost, even if Redis still kept it for the
+    /// release to free).
+    pub(crate) fn count_released(&self, let_go: Instant) {
+        if self.end_counted.first() {
             metrics::incr(Counter::LockReleased);
-            metrics::observe(Timing::LockHold, self.acquired_at.elapsed());
+            metrics::observe(Timing::LockHold, self.held_until(let_go));
         }
     }
 
-    /// Counts how a session's hold ended, by session_save.lua's answer when it
-    /// let go: 1 freed by its holder, 2 revoked by a logout (or 0 after the
-    /// watchdog found it revoked), anything else lost; once (see `count_end`).
-    pub(crate) fn count_session_end(&self, answer: i64) {
+    /// Counts how a session's hold ended, by session_save.lua's answer when its
+    /// holder let go (at `let_go`): 1 freed by its holder, 2 revoked by a logout
+    /// (or 0 after the watchdog found it revoked), anything else lost; once (see
+    /// `count_end`).
+    pub(crate) fn count_session_end(&self, answer: i64, let_go: Instant) {
         match answer {
             1 => {
-                if self.first_end() {
-                    metrics::observe(Timing::SessionHold, self.acquired_at.elapsed());
+                if self.end_counted.first() {
+                    metrics::observe(Timing::SessionHold, self.held_until(let_go));
                 }
             }
             2 => self.count_end(Counter::SessionRevoked),
             _ if self.revoked() => self.count_end(Counter::SessionRevoked),
             _ => self.count_lost(Kind::Session),
         }
+    }
+
+    /// How long it was held, to its holder's letting go at `let_go`.
+    fn held_until(&self, let_go: Instant) -> Duration {
+        let_go.saturating_duration_since(self.acquired_at)
     }
 
     /// Given up because Redis stopped answering the watchdog: a release now would
@@ -361,7 +382,7 @@ pub struct Watch {
     pub(crate) token: Token,
     kind: Kind,
     /// Shared with its hold (`Hold::end_counted`).
-    end_counted: Arc<AtomicBool>,
+    end_counted: EndCount,
     /// Its endpoint's `wait_replicas` (one watchdog lane serves every DSN naming
     /// one Redis, whatever each asks of WAIT).
     pub(crate) wait: Option<Wait>,
@@ -577,11 +598,7 @@ impl Watch {
             .is_ok();
         // A hold nobody renews simply runs out: its holder counts that, when
         // it learns it (`Hold::count_lost`); a revoked one, its holder too.
-        if ended
-            && state != REVOKED
-            && (self.renew || state == LOST)
-            && !self.end_counted.swap(true, Ordering::AcqRel)
-        {
+        if ended && state != REVOKED && (self.renew || state == LOST) && self.end_counted.first() {
             metrics::incr(self.kind.lost());
         }
         ended

@@ -1243,9 +1243,9 @@ impl Lease {
         let n = self.unlock_hold(hold, maybe_done)?;
         let released = n == 1;
         if self.keys.data.is_some() {
-            hold.count_session_end(n);
+            hold.count_session_end(n, Instant::now());
         } else {
-            self.count_let_go(hold, released);
+            self.count_let_go(hold, released, Instant::now());
         }
         Ok(n)
     }
@@ -1432,12 +1432,12 @@ impl Lease {
         pending::defer(Box::new(left), void_ttl(ttl));
     }
 
-    /// Counts `hold` ended: `freed` by its holder, or else lost (for a
-    /// session, as session_save.lua's answers 1 and 0).
-    fn count_let_go(&self, hold: &Hold, freed: bool) {
+    /// Counts `hold` ended: `freed` by its holder (who let go at `let_go`), or
+    /// else lost (for a session, as session_save.lua's answers 1 and 0).
+    fn count_let_go(&self, hold: &Hold, freed: bool, let_go: Instant) {
         match (self.keys.data.is_some(), freed) {
-            (true, _) => hold.count_session_end(i64::from(freed)),
-            (false, true) => hold.count_released(),
+            (true, _) => hold.count_session_end(i64::from(freed), let_go),
+            (false, true) => hold.count_released(let_go),
             (false, false) => hold.count_lost(Kind::Lock),
         }
     }
@@ -1726,9 +1726,7 @@ impl Leftover for Abandon {
         // Gone: it ran out before, or the release left unanswered freed it
         // (its holder let go; which came first is not known).
         if let Some((hold, maybe_sent)) = &self.end {
-            let mut hold = hold.clone();
-            hold.acquired_at += self.at.elapsed();
-            self.lease.count_let_go(&hold, freed || *maybe_sent);
+            self.lease.count_let_go(hold, freed || *maybe_sent, self.at);
         }
         Ok(())
     }

@@ -133,9 +133,9 @@ impl Lock {
             if let Err(e) = self.verify() {
                 // The caller gets no object: the hold stays its giver's (or the
                 // next restore's), not released as this one goes.
-                // Detaching asks Redis nothing (what the ask refreshed, with
+                // Let go of unasked (what the ask refreshed, with
                 // wait_replicas, it never shortened).
-                self.detach();
+                self.give_away();
                 return Err(e);
             }
         }
@@ -212,15 +212,45 @@ impl Lock {
 
     /// Stops owning the hold here: no release when this object goes or the
     /// request ends, no renewal. It lives on until its ttl, or until released by
-    /// its token (see `restore`). Its token, if there was a hold.
-    pub fn detach(&mut self) -> Option<Token> {
+    /// its token (see `restore`). Its token, if there was a hold; an error, the
+    /// hold kept here, while a refresh of it may still arrive
+    /// (`unsettled_refresh`).
+    pub fn detach(&mut self) -> Result<Option<Token>> {
         // A hold let go is not handed out: its release is owed, or may still
         // run (and free the lease under whoever restores the token).
         if self.let_go {
-            return None;
+            return Ok(None);
         }
         self.drop_owed();
         self.settle_refresh();
+        self.unsettled_refresh()?;
+        Ok(self.give_away())
+    }
+
+    /// A refresh of the hold that got no answer, sent again and unanswered
+    /// again (`settle_refresh`), may still reach Redis (a lossy network) and
+    /// end the lease sooner than whoever the token is handed to reads it;
+    /// their refreshes cannot void it (they do not know it): two holders. The
+    /// token is not handed out then (review, stop 65: it went as it was).
+    fn unsettled_refresh(&mut self) -> Result<()> {
+        let now = Instant::now();
+        if self
+            .hold
+            .as_mut()
+            .is_some_and(|h| h.refresh_may_arrive(now))
+        {
+            return Err(Error::Connection(format!(
+                "The token was not handed out: a refresh of the hold got no answer from \
+                 Redis at {}, and may still arrive and shorten the lease under whoever \
+                 restores it; the hold stays with this object",
+                self.lease.endpoint.location()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stops owning the hold here, as it is (`detach`).
+    fn give_away(&mut self) -> Option<Token> {
         let hold = self.hold.take()?;
         hold.stop_watch();
         request::untrack(self.id);
@@ -234,10 +264,9 @@ impl Lock {
     /// its hold that got no answer may still run (a lossy network delivers it
     /// late), and end the lease sooner than whoever restores the token reads it
     /// then. It is sent again first: answered, the re-send voids it (refresh.lua),
-    /// and the restorer reads the lease as the re-send left it. Best effort:
-    /// unanswered again, the token goes as it is (the refresh's own error told of
-    /// it; failing here would keep the hold in this object, to be released as
-    /// the object goes), and the restorer's refreshes void nothing.
+    /// and the restorer reads the lease as the re-send left it. Unanswered
+    /// again, the token is not handed out (`unsettled_refresh`: before stop 65
+    /// it went as it was), and the next getter sends it again.
     pub fn settle_refresh(&mut self) {
         // A hold let go is not handed out (and its owed release is not this
         // getter's to complete).
@@ -245,19 +274,19 @@ impl Lock {
             return;
         }
         // Sent again until one is answered whose own first run cannot come
-        // late (its link did not break), a few times at most; and not again
-        // once unanswered: while Redis does not answer, a getter must not wait
-        // for it on every call.
+        // late (its link did not break), a few times at most; once unanswered,
+        // not again in this call (while Redis does not answer, a getter waits
+        // for one timeout, not three).
         let inherited = self.pid != crate::core::pid::current();
         for _ in 0..3 {
             let Some((token, ttl)) = self.refresh_sent.clone() else {
                 return;
             };
             let Some(hold) = self.hold.as_mut().filter(|h| h.token == token) else {
-                break;
+                self.refresh_sent = None;
+                return;
             };
-            // Refused unsent (see `Lease::refresh`): getToken() leaves it for
-            // its next call; detach() hands the token out without it.
+            // Refused unsent (see `Lease::refresh`): left for a later call.
             if hold.unanswered_full(Instant::now()) {
                 return;
             }
@@ -266,28 +295,34 @@ impl Lock {
             // its token leaves all the same: the re-send voids the unanswered
             // one, counted on by nobody. (Review, stop 57: unsent, the late
             // refresh cut the lease under the restorer's later refresh.)
+            // Unanswered again: owed still, to the next getter.
             if hold.lost() {
                 if self.lease.refresh_as(hold, ttl, inherited).is_err() {
-                    break;
+                    return;
                 }
                 self.refresh_sent = owed_resend(hold, ttl);
                 continue;
             }
             if self.refresh(ttl).is_err() {
-                break;
+                return;
             }
         }
-        self.refresh_sent = None;
+        // Three answered, each leaving a first run that may come late (its
+        // link broke): owed still (`owed_resend`), to the next getter.
     }
 
     /// getToken(): the token of the hold this object counts on, its refresh
-    /// left unanswered sent again first (`settle_refresh`). A lost hold's is
-    /// not handed out here, so nothing is sent for it (detach() does both).
-    pub fn current_token(&mut self) -> Option<Token> {
+    /// left unanswered sent again first (`settle_refresh`; an error while one
+    /// may still arrive, as for `detach`). A lost hold's is not handed out
+    /// here, so nothing is sent for it (detach() does both).
+    pub fn current_token(&mut self) -> Result<Option<Token>> {
         self.drop_owed();
-        self.hold()?;
+        if self.hold().is_none() {
+            return Ok(None);
+        }
         self.settle_refresh();
-        self.hold().map(|h| h.token.clone())
+        self.unsettled_refresh()?;
+        Ok(self.hold().map(|h| h.token.clone()))
     }
 
     /// Whether `token` is the hold last detached from this object, and Redis
@@ -629,7 +664,7 @@ impl Lock {
                 // The converted hold ends, let go by its holder: counted as
                 // released, as the new one is as acquired.
                 if let Some(old) = &self.hold {
-                    old.count_released();
+                    old.count_released(Instant::now());
                 }
                 // One still unanswered is sent again before the token leaves
                 // (`settle_refresh`), for the lease the conversion granted, not

@@ -520,7 +520,6 @@ scripts! {
     SESSION_UNLOCK 11 "session_save.lua" ["allow-oom"];
     SESSION_REVOKE 12 "session_revoke.lua" ["allow-oom"];
     SESSION_PUT 13 "session_put.lua" [];
-    SESSION_DELETE 14 "session_delete.lua" ["allow-oom"];
 }
 
 /// The functions' library.

@@ -642,27 +642,32 @@ impl SessionStore {
                 // lost (counted, and taken for a lost lease by a touch run
                 // again). Review, stop 57; as a release does.
                 hold.stop_watch();
+                // Told "revoked", what it reports (true) says the session is
+                // logged out: once that logout is replicated.
+                let counts_on_logout = matches!(op, "destroy" | "write");
                 let run = |c: &mut Conn| {
                     let n: i64 = s
                         .lease
                         .save_script(s.data_key(), &hold.token, data, secs, op)
                         .call::<i64>(&mut *c.inner)?;
-                    // Revoked (2): a destroy counts on the logout that did it; a
-                    // write or touch wrote nothing, and is not kept waiting.
+                    // Revoked (2): a destroy or a write counts on the logout
+                    // that did it; a touch changed nothing, and is not kept
+                    // waiting.
                     let acks = s
                         .lease
-                        .wait_replicas(c, n == 1 || (n == 2 && op == "destroy"))?;
+                        .wait_replicas(c, n == 1 || (n == 2 && counts_on_logout))?;
                     Ok((n, acks))
                 };
                 let generation = topology::generation(&s.lease.endpoint);
                 let first = match s.lease.call(run) {
-                    // Saved (or, a destroy, told of a logout) on a master that
-                    // could not replicate it, and a failover named a new master
-                    // meanwhile: as after a broken link, the save runs again there
-                    // (where our lease is, if it was replicated, or the logout). A
-                    // write or touch told of a logout is done with, quietly.
+                    // Saved (or, a destroy or a write, told of a logout) on a
+                    // master that could not replicate it, and a failover named
+                    // a new master meanwhile: as after a broken link, the save
+                    // runs again there (where our lease is, if it was
+                    // replicated, or the logout). A touch told of a logout is
+                    // done with, quietly.
                     Ok((n @ (1 | 2), acks))
-                        if (n == 1 || op == "destroy")
+                        if (n == 1 || counts_on_logout)
                             && s.lease.short(acks)
                             && s.lease.switched_since(generation) =>
                     {
@@ -713,7 +718,7 @@ impl SessionStore {
                 };
                 s.mode = Mode::Done;
                 unlocked(&hold);
-                hold.count_session_end(n);
+                hold.count_session_end(n, Instant::now());
                 match n {
                     1 => {
                         let what = if op == "destroy" {
@@ -726,58 +731,44 @@ impl SessionStore {
                     }
                     2 => {
                         s.revoked = true;
-                        // A destroy counts on the logout that revoked it, which a
-                        // failover could undo (the revoking request's own WAIT may
-                        // have fallen short): not reported done until replicated.
-                        // Before, it was at once (review, stop 61). A write or
-                        // touch told so wrote nothing, waited for nothing, and
-                        // stays quiet (a warning is an HTTP 500 in the
-                        // frameworks).
+                        // A destroy or a write counts on the logout that revoked
+                        // it, which a failover could undo (the revoking request's
+                        // own WAIT may have fallen short): not reported done until
+                        // replicated. Before, it was at once (review, stop 61, a
+                        // destroy; stop 65, a write: its changes were dropped,
+                        // answered true, and the session came back without them).
+                        // Replicated, it stays quiet (a warning is an HTTP 500 in
+                        // the frameworks); a touch told so waits for nothing.
                         s.lease.replicated(acks, "A logout revoked this session")?;
                         Ok(Saved::Revoked)
                     }
                     _ => Ok(Saved::LeaseLost),
                 }
             }
+            // A logout: whatever lease a request with locking on holds on the
+            // session is revoked, so that its save cannot write the session
+            // back (review, stop 65: a DEL left it to). The revocation's marker
+            // makes a run sent again act once, and is a write of its own for
+            // the WAIT to count, after whatever deleted the data before (our
+            // first run, whose reply was lost, or another request's logout,
+            // whose own WAIT may have fallen short), under maxmemory too.
+            Mode::Unlocked if op == "destroy" => {
+                self.revoke(&s.lease, Compare::Nothing)?;
+                Ok(Saved::Yes)
+            }
             Mode::Unlocked => {
                 let key = s.data_key();
-                let marker = (op == "destroy" && s.lease.endpoint.wait.is_some())
-                    .then(|| s.lease.keys.marker(b"deleted", &Token::generate()));
+                // A write or a touch.
                 let acks = s.lease.call_idempotent(|c| {
-                    if let Some(marker) = &marker {
-                        // A DEL that finds nothing writes a marker for the WAIT
-                        // (session_delete.lua): our first run, whose reply was
-                        // lost, or another request's logout did it, whose own
-                        // WAIT may have fallen short. Before, only a DEL run
-                        // again wrote one, and by a SET a full Redis refused
-                        // (review, stop 62).
-                        let _: i64 = scripts::SESSION_DELETE
-                            .key(key)
-                            .key(marker)
-                            .arg(millis(self.marker_ttl()))
-                            .call(&mut *c.inner)?;
-                        return s.lease.wait_replicas(c, true);
-                    }
-                    let mut cmd = match op {
-                        "write" => redis::cmd("SET"),
-                        "touch" => redis::cmd("EXPIRE"),
-                        _ => redis::cmd("DEL"),
-                    };
+                    let mut cmd = redis::cmd(if op == "write" { "SET" } else { "EXPIRE" });
                     cmd.arg(key);
-                    match op {
-                        "write" => cmd.arg(data).arg("EX").arg(secs),
-                        "touch" => cmd.arg(secs),
-                        _ => &mut cmd,
-                    };
-                    cmd.query::<Value>(&mut c.inner)?;
+                    if op == "write" {
+                        cmd.arg(data).arg("EX");
+                    }
+                    cmd.arg(secs).query::<Value>(&mut c.inner)?;
                     s.lease.wait_replicas(c, true)
                 })?;
-                let what = if op == "destroy" {
-                    "The session was destroyed"
-                } else {
-                    "The session was saved"
-                };
-                s.lease.replicated(acks, what)?;
+                s.lease.replicated(acks, "The session was saved")?;
                 Ok(Saved::Yes)
             }
             Mode::Readonly => Ok(Saved::Discarded),

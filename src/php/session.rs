@@ -389,11 +389,15 @@ impl Handler {
             self.parents = None;
         }
         // session_reset() reads the session it already holds open: read it again
-        // under the same lock rather than unlocking it for a moment.
+        // under the same lock rather than unlocking it for a moment. One read
+        // read-only holds no lock: it is opened again, and waits for the lock
+        // as any read. (Before, a worker that keeps its handler (Octane) read it
+        // so, unlocked and read-only still, for every next request of that
+        // session, whose writes were dropped, answered true. Review, stop 65.)
         if let Some(s) = self
             .session
             .as_mut()
-            .filter(|s| s.id == id && !matches!(s.mode, Mode::Done))
+            .filter(|s| s.id == id && !matches!(s.mode, Mode::Done | Mode::Readonly))
         {
             return match self.store.reread(s) {
                 Ok(data) => {

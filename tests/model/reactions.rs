@@ -1499,11 +1499,11 @@ impl System {
             second: true,
         };
         match outcome {
-            // Saved (a destroy: or told "revoked") on a master that could not
-            // replicate it, and a failover named a new master meanwhile: run
-            // again there, as after a broken link.
+            // Saved (or told "revoked") on a master that could not replicate
+            // it, and a failover named a new master meanwhile: run again
+            // there, as after a broken link.
             Outcome::Reply(Reply::Int(n @ (1 | 2)), Some(false))
-                if !second && (n == 1 || destroy) && self.switched_since(s, c, generation) =>
+                if !second && self.switched_since(s, c, generation) =>
             {
                 s.ghost.revoked_destroy_rerun |= destroy && n == 2;
                 self.again(s, c, call, again)
@@ -1519,8 +1519,15 @@ impl System {
             // of ours saved. (A destroy of a revoked session is done, once
             // that logout is replicated: fix (ae).)
             Outcome::Reply(Reply::Int(n), acks) if !second || n >= 1 => {
-                if destroy && n == 2 && acks != Some(false) {
-                    s.ghost.destroy_counted_on_logout = true;
+                if n == 2 && acks != Some(false) {
+                    if destroy {
+                        s.ghost.destroy_counted_on_logout = true;
+                    } else {
+                        // Reported done, quietly (fix (ah)): the session is
+                        // logged out, and what the write read is gone.
+                        s.ghost.write_counted_on_logout = true;
+                        s.ghost.logged_out |= s.client(c).read.map_or(0, Data::bit);
+                    }
                 }
                 save_done(s, c, n == 1 || destroy, acks)
             }
@@ -1724,7 +1731,7 @@ fn save_done(s: &mut State, c: u8, ok: bool, acks: Option<bool>) {
     say(|| match (ok, acks) {
         (true, Some(false)) => format!("c{c}: save of {data:?} reported failed (too few replicas)"),
         (true, _) => format!("c{c}: {data:?} reported saved"),
-        (false, _) => format!("c{c}: save of {data:?} refused (lease lost)"),
+        (false, _) => format!("c{c}: save of {data:?} refused (lease lost, or revoked)"),
     });
 }
 

@@ -905,8 +905,9 @@ impl Script<'_> {
         })
     }
 
-    /// session_save.lua's answer to a destroy whose token does not hold: 2,
-    /// and a write for the destroy's WAIT (fix (ae)), when a logout revoked it.
+    /// session_save.lua's answer to a destroy or a write whose token does not
+    /// hold: 2, and a write for its WAIT (fixes (ae), (ah)), when a logout
+    /// revoked it.
     fn told_revoked(&mut self, token: Token) -> Reply {
         let reply = self.not_owned(token, true);
         if reply == Reply::Int(2) && self.scripts.revoked_touches {
@@ -1117,7 +1118,7 @@ impl Script<'_> {
     /// session_save.lua with op 'write'.
     pub fn session_save(&mut self, token: Token, data: Data) -> Reply {
         if !owns(self.db.lock, token) {
-            return self.not_owned(token, true);
+            return self.told_revoked(token);
         }
         self.db.data = Some(data);
         // payload(): 'd' .. ARGV[2], the data just written.

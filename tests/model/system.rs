@@ -263,6 +263,13 @@ pub struct Fixes {
     /// 60 (a holder's refresh whose WAIT fell short left the master's lease
     /// longer than the replica's: two holders after a crash).
     pub restore_waits: bool,
+    /// (ah) A session write told "revoked" (reported done: the session is
+    /// logged out, the write's changes dropped) counts on the logout that
+    /// revoked it, as a destroy does (fix (ae)): session_save.lua writes after
+    /// it, and the write WAITs. Off: reported at once, as before stop 65; a
+    /// crash then promotes a replica without the logout, and the session is
+    /// back without the write's changes.
+    pub revoked_write_waits: bool,
 }
 
 /// Where the failover is.
@@ -336,6 +343,8 @@ pub struct Ghost {
     pub revoker_deleted: u16,
     /// A destroy told "revoked" counted on another request's logout.
     pub destroy_counted_on_logout: bool,
+    /// A write told "revoked" counted on another request's logout.
+    pub write_counted_on_logout: bool,
     /// A destroy told "revoked", short of replicas, ran again after a switch.
     pub revoked_destroy_rerun: bool,
     /// Each revocation that ran: its nonce, and the token its first run handed
@@ -1284,6 +1293,9 @@ impl Model for System {
             Property::sometimes("a destroy counts on another's logout", |_, s: &State| {
                 s.ghost.destroy_counted_on_logout
             }),
+            Property::sometimes("a write counts on another's logout", |_, s: &State| {
+                s.ghost.write_counted_on_logout
+            }),
             Property::sometimes(
                 "a destroy told revoked runs again after a switch",
                 |_, s: &State| s.ghost.revoked_destroy_rerun,
@@ -1471,9 +1483,10 @@ impl System {
                 (Req::SavedBefore { .. } | Req::DestroyedBefore, Reply::Found(true)) => true,
                 // `Lease::inspect_replicated` (fix (af)).
                 (Req::Inspect { .. }, Reply::Owned(Some(_))) => cfg.fixes.restore_waits,
-                // Told "revoked": a destroy counts on that logout (fix (ae)); a
-                // write wrote nothing and counts on nothing.
+                // Told "revoked": a destroy counts on that logout (fix (ae)),
+                // and so does a write (fix (ah)).
                 (Req::Destroy { .. }, Reply::Int(2)) => true,
+                (Req::Save { .. }, Reply::Int(2)) => cfg.fixes.revoked_write_waits,
                 // `SessionStore::revoke` WAITs after every run, as
                 // `Lease::force_release` does.
                 (Req::Revoke { .. } | Req::Force { .. }, _) => true,

@@ -241,6 +241,18 @@ pub fn lock_lease(
     )
 }
 
+/// Loads the scripts (or functions) on `server` on a link of their own, by a
+/// lock taken and released: a proxy's counts and holds then see only the
+/// test's own calls.
+pub fn load_scripts(server: &RedisServer) {
+    let mut warm = redis_lease::core::lock::Lock::new(
+        lock_lease(server, "", "load_scripts"),
+        Duration::from_secs(30),
+    );
+    assert!(warm.acquire(Duration::ZERO).unwrap());
+    assert!(warm.release().unwrap());
+}
+
 /// Scripts the server has run (FCALL, EVALSHA, EVAL), per INFO commandstats.
 pub fn scripts_run(raw: &mut redis::Connection) -> u64 {
     [
@@ -319,7 +331,19 @@ pub struct Sentinel {
 }
 
 impl Sentinel {
+    /// As `RedisServer::start_with`: a free port may be taken by another test's
+    /// server (a sentinel too) before ours binds it, and ours then exits; the
+    /// sentinel that answers must be our child, else it starts on another port.
     pub fn start(service: &str, master_port: u16, extra: &str) -> Sentinel {
+        for _ in 0..5 {
+            if let Some(sentinel) = Sentinel::try_start(service, master_port, extra) {
+                return sentinel;
+            }
+        }
+        panic!("redis-server --sentinel did not start (5 ports tried)");
+    }
+
+    fn try_start(service: &str, master_port: u16, extra: &str) -> Option<Sentinel> {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!(
             "redis_lease_sentinel_{}_{port}",
@@ -347,11 +371,24 @@ impl Sentinel {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server --sentinel");
-        let sentinel = Sentinel { port, child, dir };
-        await_until(Duration::from_secs(10), "the sentinel to answer", || {
-            sentinel.conn().is_some()
-        });
-        sentinel
+        let mut sentinel = Sentinel { port, child, dir };
+        let pid = format!("process_id:{}\r", sentinel.child.id());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(mut c) = sentinel.conn() {
+                if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
+                    return info.contains(&pid).then_some(sentinel);
+                }
+            }
+            if sentinel.child.try_wait().ok().flatten().is_some() {
+                return None;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sentinel did not answer on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     pub fn conn(&self) -> Option<redis::Connection> {

@@ -11,20 +11,21 @@
 -- marker lasts, in ms
 -- Returns 1 when saved and unlocked (a destroy: or when its marker says an
 -- earlier run of it did), 0 when the lease was lost, 2 when a logout revoked it
--- (nothing changed in either case but, a destroy's, the revoked set's expiry,
--- set again).
+-- (nothing changed in either case but, a destroy's or a write's, the revoked
+-- set's expiry, set again).
 local data_key, lock, op = KEYS[1], KEYS[2], ARGV[4]
 if not owns(redis.call('GET', lock), ARGV[1]) then
   -- Revoked, the token cannot have saved before: the revocation found it
   -- holding, and nothing it sends runs after.
   if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then
-    -- A destroy then counts on that logout (it is done), which another link
-    -- wrote and may not have seen replicated: a write here, after it in the
-    -- replication stream, is what this link's WAIT can count. (In its last
-    -- millisecond too, or that WAIT counts an older write. A set someone
-    -- made persistent is left so.) A write, touch or unlock counts on nothing.
+    -- A destroy or a write then counts on that logout (reported done: the
+    -- session is logged out), which another link wrote and may not have seen
+    -- replicated: a write here, after it in the replication stream, is what
+    -- this link's WAIT can count. (In its last millisecond too, or that WAIT
+    -- counts an older write. A set someone made persistent is left so.) A
+    -- touch or unlock carried no change, and counts on nothing.
     local left = redis.call('PTTL', KEYS[5])
-    if op == 'destroy' and left >= 0 then
+    if (op == 'destroy' or op == 'write') and left >= 0 then
       redis.call('PEXPIRE', KEYS[5], math.max(left, 1))
     end
     return 2
