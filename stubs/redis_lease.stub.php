@@ -13,7 +13,8 @@
  *                               without '{' or '}' (they would break the one-slot rule on Redis Cluster).
  * - redis_lease.connect_timeout Seconds to wait for a connection, when the DSN sets none. Default 1.
  * - redis_lease.read_timeout    Seconds to wait for a reply, when the DSN sets none. Default 2.
- * - redis_lease.session.locking         on/off. Default on. Off: last writer wins, as phpredis by default.
+ * - redis_lease.session.locking         on/off. Default on. Off: last writer wins, as phpredis by default
+ *                                       (a destroy is still a logout: it revokes a locking request's lease).
  * - redis_lease.session.lock_ttl        Seconds a request may hold its session lock. Default 0: 10 when renewed
  *                                       (lock_renew), else max_execution_time, or 30 when that is 0 (never infinite).
  * - redis_lease.session.lock_renew      Renew the session lock from a thread of the worker while the request runs
@@ -520,16 +521,17 @@ namespace {
          *
          * A save whose lock a logout (another request's destroy()) revoked writes nothing, now or
          * later in the request, under this id or a fresh one: true, without a warning (the logout's
-         * outcome; frameworks turn warnings into HTTP 500s), counted as session_revoked; inside
-         * session_regenerate_id() false, with a warning that names the logout. A save Redis answers
-         * with an error frees the lock at once (false, with a warning).
+         * outcome; frameworks turn warnings into HTTP 500s), counted as session_revoked; with
+         * wait_replicas, once that logout is replicated (short of replicas: false, with a warning);
+         * inside session_regenerate_id() false, with a warning that names the logout. A save Redis
+         * answers with an error frees the lock at once (false, with a warning).
          */
         public function write(#[\SensitiveParameter] string $id, #[\SensitiveParameter] string $data): bool {}
 
         /**
          * Deletes the session's data and unlocks it. In a read-only request (on_lock_timeout =
          * readonly), for a session this request does not hold, or after this request's lease was
-         * lost (a pause past lock_ttl), it also revokes the lease of the request holding it, whose later write then writes nothing (see write()): a logout always takes effect. In a
+         * lost (a pause past lock_ttl), or with locking off, it also revokes the lease of the request holding it, whose later write then writes nothing (see write()): a logout always takes effect. In a
          * read-only request, it also notes whether the session still held what the request read,
          * for the fresh id that regenerate(true) writes next (see write()). After this request's
          * lease was lost, that fresh id is not written (another request may have saved since this

@@ -58,6 +58,12 @@ pub struct Lock {
     unverified: bool,
     /// The token of the hold last detached from this object (see `detach`).
     detached: Option<Token>,
+    /// The token this object was given (`restored`): out there already, so
+    /// `detach` hands it back whatever a refresh left (`unsettled_refresh`).
+    given: Option<Token>,
+    /// The last re-send of an unanswered refresh got no answer either:
+    /// getToken() does not send it again (`settle_refresh`).
+    resend_failed: bool,
 }
 
 impl Lock {
@@ -77,6 +83,8 @@ impl Lock {
             weight: Some(1),
             unverified: false,
             detached: None,
+            given: None,
+            resend_failed: false,
         }
     }
 
@@ -123,6 +131,7 @@ impl Lock {
         // No lease counted on until asked; not watched meanwhile (a watch of
         // this zero-length hold, with auto-renewal, ended at once, counted as a
         // lost lock: review, stop 57). `ask_restored` watches what Redis says.
+        self.given = Some(token.clone());
         let hold = Hold::found(token, 0, self.ttl, Instant::now(), Some(Duration::ZERO));
         self.pid = crate::core::pid::current();
         self.hold = Some(hold);
@@ -222,27 +231,32 @@ impl Lock {
             return Ok(None);
         }
         self.drop_owed();
-        self.settle_refresh();
+        self.settle_refresh(true);
         self.unsettled_refresh()?;
         Ok(self.give_away())
     }
 
-    /// A refresh of the hold that got no answer, sent again and unanswered
-    /// again (`settle_refresh`), may still reach Redis (a lossy network) and
-    /// end the lease sooner than whoever the token is handed to reads it;
-    /// their refreshes cannot void it (they do not know it): two holders. The
-    /// token is not handed out then (review, stop 65: it went as it was).
+    /// A refresh of the hold that Redis did not confirm (no answer, or too few
+    /// replicas), sent again and not confirmed again (`settle_refresh`), may
+    /// still reach Redis (a lossy network) and end the lease sooner than
+    /// whoever the token is handed to reads it; their refreshes cannot void it
+    /// (they do not know it): two holders. The token of a hold this object
+    /// took is not handed out then (review, stop 65: it went as it was). One it
+    /// was given (`restored`) is out there already: handed back as it is (a
+    /// bridge's restore, refresh and detach; kept, its hold would be released
+    /// under its owner as this object goes).
     fn unsettled_refresh(&mut self) -> Result<()> {
         let now = Instant::now();
+        let given = self.given.as_ref();
         if self
             .hold
             .as_mut()
-            .is_some_and(|h| h.refresh_may_arrive(now))
+            .is_some_and(|h| Some(&h.token) != given && h.refresh_may_arrive(now))
         {
             return Err(Error::Connection(format!(
-                "The token was not handed out: a refresh of the hold got no answer from \
-                 Redis at {}, and may still arrive and shorten the lease under whoever \
-                 restores it; the hold stays with this object",
+                "The token was not handed out: a refresh of the hold that Redis at {} did \
+                 not confirm may still arrive and shorten the lease under whoever restores \
+                 it; the hold stays with this object",
                 self.lease.endpoint.location()
             )));
         }
@@ -265,12 +279,15 @@ impl Lock {
     /// late), and end the lease sooner than whoever restores the token reads it
     /// then. It is sent again first: answered, the re-send voids it (refresh.lua),
     /// and the restorer reads the lease as the re-send left it. Unanswered
-    /// again, the token is not handed out (`unsettled_refresh`: before stop 65
-    /// it went as it was), and the next getter sends it again.
-    pub fn settle_refresh(&mut self) {
+    /// again, detach() does not hand the token out (`unsettled_refresh`:
+    /// before stop 65 it went as it was), and sends it again when called
+    /// again; getToken() (`again` false) hands it out as it is, and does not
+    /// send it again (it is called to log the token, too: while Redis does not
+    /// answer, it must not wait for it on every call).
+    pub fn settle_refresh(&mut self, again: bool) {
         // A hold let go is not handed out (and its owed release is not this
         // getter's to complete).
-        if self.let_go {
+        if self.let_go || (self.resend_failed && !again) {
             return;
         }
         // Sent again until one is answered whose own first run cannot come
@@ -295,15 +312,19 @@ impl Lock {
             // its token leaves all the same: the re-send voids the unanswered
             // one, counted on by nobody. (Review, stop 57: unsent, the late
             // refresh cut the lease under the restorer's later refresh.)
-            // Unanswered again: owed still, to the next getter.
+            // Unanswered again: owed still, to the next detach().
             if hold.lost() {
                 if self.lease.refresh_as(hold, ttl, inherited).is_err() {
+                    self.resend_failed = true;
                     return;
                 }
                 self.refresh_sent = owed_resend(hold, ttl);
+                self.resend_failed = false;
                 continue;
             }
-            if self.refresh(ttl).is_err() {
+            let answered = self.refresh(ttl).is_ok();
+            self.resend_failed = !answered;
+            if !answered {
                 return;
             }
         }
@@ -312,17 +333,14 @@ impl Lock {
     }
 
     /// getToken(): the token of the hold this object counts on, its refresh
-    /// left unanswered sent again first (`settle_refresh`; an error while one
-    /// may still arrive, as for `detach`). A lost hold's is not handed out
-    /// here, so nothing is sent for it (detach() does both).
-    pub fn current_token(&mut self) -> Result<Option<Token>> {
+    /// left unanswered sent again first (`settle_refresh`, best effort: the
+    /// object still owns the hold). A lost hold's is not handed out here, so
+    /// nothing is sent for it (detach() does both).
+    pub fn current_token(&mut self) -> Option<Token> {
         self.drop_owed();
-        if self.hold().is_none() {
-            return Ok(None);
-        }
-        self.settle_refresh();
-        self.unsettled_refresh()?;
-        Ok(self.hold().map(|h| h.token.clone()))
+        self.hold()?;
+        self.settle_refresh(false);
+        self.hold().map(|h| h.token.clone())
     }
 
     /// Whether `token` is the hold last detached from this object, and Redis
@@ -833,6 +851,7 @@ impl Lock {
         // A run that may still come (unanswered, or a first run whose link
         // broke) is sent again before the token leaves (`settle_refresh`).
         self.refresh_sent = owed_resend(&hold, ttl);
+        self.resend_failed = false;
         let ok = match answer {
             Ok(ok) => ok,
             Err(e) => {

@@ -356,16 +356,16 @@ impl DistributedLock {
         Ok(lease.force_release()?)
     }
 
-    /// The token of our hold (opaque; for restore() elsewhere); null when not
-    /// held. Throws while a refresh of it that got no answer may still arrive.
-    pub fn get_token(&self) -> PhpResult<Option<String>> {
-        let token = self.lock.borrow_mut().current_token()?;
-        Ok(token.map(|t| t.as_str().to_string()))
+    /// The token of our hold (opaque; for restore() elsewhere); null when not held.
+    pub fn get_token(&self) -> Option<String> {
+        let token = self.lock.borrow_mut().current_token();
+        token.map(|t| t.as_str().to_string())
     }
 
     /// Stops owning the hold here: no release at destruction or at the request's
     /// end, no renewal. Returns its token (null when not held). Throws, the
-    /// hold kept, while a refresh of it that got no answer may still arrive.
+    /// hold kept, while a refresh of a hold it took, not confirmed, may still
+    /// arrive.
     pub fn detach(&self) -> PhpResult<Option<String>> {
         let token = self.lock.borrow_mut().detach()?;
         Ok(token.map(|t| t.as_str().to_string()))
@@ -547,7 +547,8 @@ impl DistributedSemaphore {
     /// Stops owning our permit here (no release when this object goes or the
     /// request ends, no renewal): it lives on until its ttl or a release by its
     /// token. Returns the token (null when we hold none). Throws, the permit
-    /// kept, while a refresh of it that got no answer may still arrive.
+    /// kept, while a refresh of a permit it took, not confirmed, may still
+    /// arrive.
     pub fn detach(&self) -> PhpResult<Option<String>> {
         let token = self.lock.borrow_mut().detach()?;
         Ok(token.map(|t| t.as_str().to_string()))
@@ -596,11 +597,10 @@ impl DistributedSemaphore {
         Ok(owned.map(|o| o.left.map_or(f64::INFINITY, |d| d.as_secs_f64())))
     }
 
-    /// Our permit's token (opaque); null when we hold none. Throws while a
-    /// refresh of it that got no answer may still arrive.
-    pub fn get_token(&self) -> PhpResult<Option<String>> {
-        let token = self.lock.borrow_mut().current_token()?;
-        Ok(token.map(|t| t.as_str().to_string()))
+    /// Our permit's token (opaque); null when we hold none.
+    pub fn get_token(&self) -> Option<String> {
+        let token = self.lock.borrow_mut().current_token();
+        token.map(|t| t.as_str().to_string())
     }
 
     /// The key as given to the constructor.

@@ -389,16 +389,19 @@ impl Handler {
             self.parents = None;
         }
         // session_reset() reads the session it already holds open: read it again
-        // under the same lock rather than unlocking it for a moment. One read
-        // read-only holds no lock: it is opened again, and waits for the lock
-        // as any read. (Before, a worker that keeps its handler (Octane) read it
-        // so, unlocked and read-only still, for every next request of that
-        // session, whose writes were dropped, answered true. Review, stop 65.)
-        if let Some(s) = self
-            .session
-            .as_mut()
-            .filter(|s| s.id == id && !matches!(s.mode, Mode::Done | Mode::Readonly))
-        {
+        // under the same lock rather than unlocking it for a moment. A class
+        // handler's session read read-only holds no lock: it is opened again,
+        // and waits for the lock as any read. (Before, a worker that keeps its
+        // handler (Octane) read it so, unlocked and read-only still, for every
+        // next request of that session, whose writes were dropped, answered
+        // true. Review, stop 65.) The native handler lives one request: its
+        // session_reset() reads it again, read-only still, without waiting.
+        let again = |s: &Session| match s.mode {
+            Mode::Done => false,
+            Mode::Readonly => self.form == Form::Native,
+            _ => true,
+        };
+        if let Some(s) = self.session.as_mut().filter(|s| s.id == id && again(s)) {
             return match self.store.reread(s) {
                 Ok(data) => {
                     // What the request has in memory now.
@@ -559,7 +562,16 @@ impl Handler {
             }
             Ok(Saved::Revoked) => self.saw(id, Seen::Revoked),
             Ok(_) => {}
-            Err(_) => self.unlock_after_error(),
+            Err(_) => {
+                // Told that a logout revoked it, whose replication fell short
+                // (the error): what it writes later is dropped all the same,
+                // as a destroy's (review, stop 65).
+                if self.session.as_ref().is_some_and(|s| s.revoked) {
+                    self.saw(id, Seen::Revoked);
+                    self.lost.get_or_insert((id.to_string(), Lost::Revoked));
+                }
+                self.unlock_after_error();
+            }
         }
         self.saved(id, "written", result)
     }
