@@ -145,10 +145,10 @@ namespace {
          * refresh() that got no answer (or whose first link broke), that refresh is sent again
          * first, as by detach(): up to three times, until an answer leaves no run that may come
          * late (this call then waits for Redis, up to the read timeout each time, and answers null
-         * if the lease was gone).
-         *
-         * @throws \RedisLease\ConnectionException When the re-send got no answer either: the late refresh could
-         *     still shorten the lease under whoever restores the token (the next call sends it again).
+         * if the lease was gone). When the re-send got no answer either, the token is told as it is
+         * (the object still owns the hold), and not sent again until the next refresh() or
+         * detach(): the late refresh could still shorten the lease under whoever restores the
+         * token. To hand a hold to another object or process, detach() it (which refuses then).
          */
         public function getToken(): ?string {}
 
@@ -165,9 +165,12 @@ namespace {
          *     Redis may keep it, and whoever restores the token asks Redis before relying on it,
          *     or releases it. Its unanswered refresh is sent again first all the same (the lost
          *     hold is not extended for us; the send voids the late one).
-         * @throws \RedisLease\ConnectionException When that re-send got no answer either: the hold stays with
-         *     this object (released as it goes), since the late refresh could still shorten the
-         *     lease under whoever restores the token.
+         * @throws \RedisLease\ConnectionException When Redis did not confirm that re-send either (no
+         *     answer, too few replicas; or 64 refreshes unanswered within 60 s, when none is sent):
+         *     the hold stays with this object (released as it goes; a later detach() sends it
+         *     again), since the late refresh could still shorten the lease under whoever restores
+         *     the token. Not for a hold this object was given by restore(): that token is out
+         *     there already, and goes back as it is.
          */
         public function detach(): ?string {}
 
@@ -414,7 +417,8 @@ namespace {
          * DistributedLock::detach()).
          *
          * @return string|null Its token; null when we hold no permit.
-         * @throws \RedisLease\ConnectionException As DistributedLock::detach(), the permit kept.
+         * @throws \RedisLease\ConnectionException As DistributedLock::detach(): the permit kept
+         *     (not for one this object was given by restore()).
          */
         public function detach(): ?string {}
 
@@ -422,8 +426,6 @@ namespace {
          * Our permit's token (opaque); null when we hold none. After a refresh() that got no
          * answer, that refresh is sent again first, as by detach() (see
          * DistributedLock::getToken()).
-         *
-         * @throws \RedisLease\ConnectionException As DistributedLock::getToken().
          */
         public function getToken(): ?string {}
 

@@ -688,6 +688,7 @@ impl Lock {
                 // (`settle_refresh`), for the lease the conversion granted, not
                 // the old refresh's.
                 self.refresh_sent = owed_resend(&hold, hold.ttl);
+                self.resend_failed = false;
                 self.set_hold(Some(hold), generation);
                 Ok(true)
             }

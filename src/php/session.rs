@@ -568,7 +568,6 @@ impl Handler {
                 // as a destroy's (review, stop 65).
                 if self.session.as_ref().is_some_and(|s| s.revoked) {
                     self.saw(id, Seen::Revoked);
-                    self.lost.get_or_insert((id.to_string(), Lost::Revoked));
                 }
                 self.unlock_after_error();
             }
@@ -729,6 +728,10 @@ impl Handler {
             // handler's own session; this one is local, and dropping it would
             // keep the lock until its ttl).
             self.store.close_or_defer(&mut s, false);
+            // Told revoked, short of replicas: as `write`'s.
+            if s.revoked {
+                self.saw(id, Seen::Revoked);
+            }
         }
         Ok(match saved? {
             Saved::Yes => Put::Written,
